@@ -204,18 +204,28 @@ def test_sync_reports_an_invalid_name_like_any_broken_entry(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("given", ["0", "-1", "nan", "inf"])
-def test_keen_serve_refuses_a_pins_poll_that_is_not_a_positive_number_of_seconds(
-    home: Home, given: str
+@pytest.mark.parametrize(
+    "option", ["--pins-poll", "--auth-ttl", "--session-ttl", "--notify-interval", "--ready-wait"]
+)
+def test_keen_serve_refuses_a_time_that_is_not_a_number_of_seconds(
+    home: Home, option: str, given: str
 ) -> None:
-    # NaN slipped past a `<= 0` check and KeenServer refused it with a traceback.
-    run = home.keen("serve", "--pins-poll", given)
+    # NaN slipped past a `<= 0` check and KeenServer refused it with a traceback; every time
+    # option now shares one check (--ready-wait alone may be 0: no wait).
+    run = home.keen("serve", option, given)
+    if option == "--ready-wait" and given == "0":
+        assert run.code == 0, str(run)  # the host closes stdin at once: served, and ended
+        return
     assert run.code == 2, str(run)
     said = " ".join(run.stderr.split())
-    assert "--pins-poll must be a positive number of seconds" in said, str(run)
-    assert "1 looks at the pin files once a second" in said, str(run)
+    what = "a number of seconds >= 0" if option == "--ready-wait" else "a positive number of seconds"
+    assert f"{option} must be {what}, got {float(given)!r}; " in said, str(run)
+    assert "internal error" not in said, str(run)
 
 
 def test_keen_serve_takes_a_pins_poll(home: Home) -> None:
     # The host closes stdin at once: keen serve starts with the option, serves, and ends.
-    run = home.keen("serve", "--mode", "extension", "--pins-poll", "0.25")
+    run = home.keen("-v", "serve", "--mode", "extension", "--pins-poll", "0.25")
     assert run.code == 0, str(run)
+    # The option reaches KeenServer (before, dropping it from the call failed no test).
+    assert "keen serve: looks at the pin files every 0.25 s (--pins-poll)" in run.stderr, str(run)

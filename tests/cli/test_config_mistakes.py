@@ -307,8 +307,8 @@ def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrite
     [
         (("--port", "99999"), "--port 99999 is no TCP port; use 1-65535"),
         (("--port", "-1"), "--port -1 is no TCP port; use 1-65535"),
-        (("--ready-wait", "nan"), "must be numbers > 0"),
-        (("--auth-ttl", "inf"), "must be numbers > 0"),
+        (("--ready-wait", "nan"), "--ready-wait must be a number of seconds >= 0, got nan"),
+        (("--auth-ttl", "inf"), "--auth-ttl must be a positive number of seconds, got inf"),
     ],
 )
 def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[str, ...], says: str) -> None:

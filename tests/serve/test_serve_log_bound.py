@@ -10,19 +10,36 @@ the test's, so what passes does not depend on the machine's speed.
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import mcp_types as mt
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
 from helpers.forkserver import script_args
-from helpers.serve import basic_in_memory, in_process, write_upstream
+from helpers.serve import (
+    INITIALIZE,
+    JSON_HEADERS,
+    basic_in_memory,
+    http_in_process,
+    in_process,
+    tls,
+    write_upstream,
+)
+from keen._redact import redactor
 from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import LogBound
-from keen.serve.relay import HostPeer
+from keen.serve.relay import LOG_QUEUE, HostPeer
+from keen.serve.rounds import RoundsChannel, _Call  # pyright: ignore[reportPrivateUsage]
+from keen.serve.store import MemoryStore
 
 pytestmark = [
     pytest.mark.anyio,
@@ -85,8 +102,6 @@ async def _flood(client: Any, count: int, size: int, level: str = "info") -> str
 
 
 async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> None:
-    from servers.log_stdio import FLOOD_HEAD
-
     logs = Logs()
     bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock())
     async with in_process(
@@ -107,7 +122,6 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
         assert "[truncated: 19,000 of 20,000 characters cut" in data
         assert "flood-secret" not in data and "Bearer [REDACTED]" in data
         assert "\u202e" not in data and "\\u202e" in data
-    assert FLOOD_HEAD.startswith("Bearer flood-secret")
     assert told == [
         (
             "info",
@@ -165,6 +179,184 @@ async def test_structured_log_data_keeps_its_shape_with_secrets_blanked_and_esca
     peer = HostPeer("h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(clock=Clock()))
     data = {"auth": "Bearer abcdefgh12345678", "note": "a\u200bb\x1b[31m", "n": 3}
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="x\u202ey", data=data))
+    # The logger is the server's text too: a secret in it is blanked (before, it was passed).
+    logger = "x" * 190 + " Bearer abcdefgh12345678"
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger=logger, data=1))
     assert logs.got == [
-        ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3})
+        ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3}),
+        ("info", "s/" + ("x" * 190 + " Bearer [REDACTED]")[:200], 1),
+    ]
+
+
+class Stuck:
+    """A host's channel that does not read: every write waits until the host reads again."""
+
+    def __init__(self) -> None:
+        self.writing = 0
+        self.reads = anyio.Event()
+        self.got: list[mt.LoggingMessageNotification] = []
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        self.writing += 1
+        await self.reads.wait()
+        assert isinstance(notification, mt.LoggingMessageNotification)
+        self.got.append(notification)
+
+
+async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> None:
+    # The SDK hands over each upstream log message as a task of its own, holding the whole
+    # message until HostPeer.log returns: before, each passing one waited on the host's
+    # write, so a host that stopped reading held every one of them (1.8 GB in a flood).
+    channel = Stuck()
+    peer = HostPeer(
+        "h", channel, capabilities=[], levels=LEVELS, log_bound=LogBound(burst=1_000, clock=Clock())
+    )
+    big = "x" * 100_000
+    inside = held = writes = 0
+
+    async def one() -> None:
+        nonlocal inside
+        inside += 1
+        try:
+            await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="l", data=big))
+        finally:
+            inside -= 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(200):
+            tg.start_soon(one)
+        await anyio.wait_all_tasks_blocked()
+        held, writes = inside, channel.writing
+        channel.reads.set()
+    assert (held, writes) == (1, 1)  # one task writes; the rest were queued or dropped, and returned
+    await peer.end()
+    passed = [n for n in channel.got if n.params.logger == "s/l"]
+    told = [n.params.data for n in channel.got if n.params.logger == "keen serve"]
+    assert len(passed) == 1 + LOG_QUEUE
+    assert all(isinstance(n.params.data, str) and len(n.params.data) < 10_000 for n in passed)
+    assert told == [
+        f"keen serve dropped {200 - 1 - LOG_QUEUE} log messages of MCP server 's' during this call: "
+        "it passes at most 1,000 at once, then 20 a second, of each server"
+    ]
+
+
+async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home: Path) -> None:
+    # Before, the level was a dict of the replica that got logging/setLevel: a call of the
+    # same session on another replica got every level.
+    store = MemoryStore()
+
+    async def levels(url: str, headers: dict[str, str], word: str) -> list[str]:
+        call = {"server": "logs", "tool": "log_each", "arguments": {"word": word}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "call_mcp_tool", "arguments": call},
+        }
+        response = await http.post(url, headers=headers, json=body)
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        return [e["params"]["level"] for e in events if e.get("method") == "notifications/message"]
+
+    async with (
+        http_in_process(home, store=store, transports=_transports(), mode="search") as a,
+        http_in_process(home, store=store, transports=_transports(), mode="search") as b,
+        httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+    ):
+        opened = await http.post(a.url, headers=JSON_HEADERS, json=INITIALIZE)
+        sid = opened.headers["mcp-session-id"]
+        session = {**JSON_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        await http.post(
+            a.url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        assert await levels(b.url, session, "before") == ["debug", "info", "warning", "error"]
+        set_level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "warning"}}
+        assert (await http.post(a.url, headers=session, json=set_level)).status_code == 200
+        assert await levels(a.url, session, "a") == ["warning", "error"]
+        assert await levels(b.url, session, "b") == ["warning", "error"]
+        assert (await http.delete(b.url, headers=session)).status_code == 200
+        assert await store.get_session(sid, 60) is None  # the level went with the session
+
+
+@pytest.mark.parametrize("size", [500, 20_000])
+async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(size: int) -> None:
+    # A Unicode tag is shown as a 10-character escape: before, the cut counted the message
+    # unescaped, so 8,000 tags reached the host as 80,000 characters, and 500 uncut as 5,000.
+    logs = Logs()
+    peer = HostPeer(
+        "h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(max_chars=1_005, clock=Clock())
+    )
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data="a" + "\U000e0041" * size))
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"k": ["\U000e0041"] * size}))
+    (_, _, text), (_, _, structured) = logs.got
+    for shown in (text, structured):
+        head, note = shown.split("\n[truncated: ")
+        assert len(head) <= 1_005 and head.startswith(("a\\U000e0041", '{"k": ["\\U000e0041'))
+        assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
+        assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
+        assert note.endswith("keen serve passes at most 1,005 characters of an MCP server's log message]")
+
+
+async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `keen -v serve`: before, the debug line of each upstream log message redacted the whole
+    # message (1 MB) and then kept 200 characters of it, slowing keen serve in a flood.
+    caplog.set_level(logging.DEBUG, logger="keen.mcp.connection.server")
+    redacted: list[int] = []
+    redact = redactor.redact
+
+    def counted(text: str) -> str:
+        redacted.append(len(text))
+        return redact(text)
+
+    monkeypatch.setattr(redactor, "redact", counted)
+    bound = LogBound(max_chars=1_000, clock=Clock())
+    async with in_process(home, "session", mode="search", transports=_transports(), log_bound=bound) as (
+        _,
+        client,
+    ):
+        assert await _flood(client, 3, 1_000_000) == "sent 3"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("server logs: log info: ")]
+    assert len(lines) == 3
+    assert all("Bearer [REDACTED]" in line and "flood-secret" not in line for line in lines)
+    assert redacted and max(redacted) < 1_000_000 // 100, max(redacted)
+
+
+class Away(Logs):
+    """A host's channel that reaches no host until ``back`` (a 2026-07-28 host between two
+    rounds of its call: its RoundsChannel has no request to write on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.back = False
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        if not self.back:
+            await RoundsChannel(_Call(token="t", caller="h"), 1.0).notify(notification)
+        await super().notify(notification)
+
+
+async def test_log_messages_that_reach_no_host_are_counted_and_told_when_one_is_back() -> None:
+    # Before, RoundsChannel.notify did nothing without a request to write on: the messages
+    # were lost without a count, and so was a notice of what the bound dropped.
+    clock = Clock()
+    channel = Away()
+    bound = LogBound(clock=clock, report_every=10.0)
+    peer = HostPeer("h", channel, capabilities=[], levels=LEVELS, log_bound=bound)
+    for level in ("warning", "error", "info"):
+        with pytest.raises(MCPError, match="between two rounds of this call"):
+            await peer.log("s", mt.LoggingMessageNotificationParams(level=level, logger="l", data="lost"))
+    assert channel.got == []
+    channel.back = True
+    clock.now = 10.0
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="l", data="here"))
+    await peer.end()
+    assert channel.got == [
+        (
+            "error",
+            "keen serve",
+            "keen serve dropped 3 log messages of MCP server 's' during this call: it passes at "
+            "most 100 at once, then 20 a second, of each server",
+        ),
+        ("info", "s/l", "here"),
     ]

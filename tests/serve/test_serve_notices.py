@@ -12,6 +12,8 @@ server in this process, over memory streams (``helpers.serve.in_process``).
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -32,6 +34,7 @@ from helpers.serve import (
     JSON_HEADERS,
     KeenServeProcess,
     StoreClock,
+    basic_in_memory,
     http_in_process,
     in_process,
     stdio_params,
@@ -661,3 +664,49 @@ async def _http_host(url: str, era: str, on_message: Any) -> AsyncIterator[Clien
         ) as client,
     ):
         yield client
+
+
+@pytest.mark.parametrize("how", ["reset", "closed"])
+async def test_a_notice_written_to_a_connection_the_host_broke_is_told_on_its_next_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The host's GET connection is reset (or closed after it read all) before keen serve
+    writes the notice: the write fails, and uvicorn says so only as a disconnect a few loop
+    turns later. The notice must not be recorded as told (before, one turn was waited, and
+    the host's next stream was never told of the change)."""
+    write_upstream(tmp_path)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with (
+        http_in_process(tmp_path, transports=basic_in_memory(), mode="extension") as served,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+    ):
+        keen = served.keen
+        await _settled(keen)
+        opened = await http.post(served.url, headers=JSON_HEADERS, json=INITIALIZE)
+        sid = opened.headers["mcp-session-id"]
+        session = {**JSON_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        await http.post(
+            served.url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        await http.post(served.url, headers=session, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        scope = f"session:{sid}"
+        before = (await keen.store.seen([scope]))[scope]["tools"]
+        url = httpx2.URL(served.url)
+        host = socket.create_connection((url.host, url.port or 80), timeout=20)
+        with contextlib.closing(host):
+            host.sendall(
+                f"GET {url.raw_path.decode()} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
+                f"Accept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n"
+                "MCP-Protocol-Version: 2025-11-25\r\n\r\n".encode()
+            )
+            # The stream's headers reached the host: its stream is open and written to.
+            head = await anyio.to_thread.run_sync(host.recv, 65536)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            (stream,) = list(keen.notifier._streams)  # pyright: ignore[reportPrivateUsage]
+            if how == "reset":
+                host.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # Closed before keen serve writes the notice (what a round does for a changed list).
+        stream.put("tools", {"tools": "changed"})
+        await wait_until(lambda: not keen.notifier._streams, "the stream ended", 20)  # pyright: ignore[reportPrivateUsage]
+        after = (await keen.store.seen([scope]))[scope]["tools"]
+        assert (before != "changed", after) == (True, before), "recorded as told, so never told again"

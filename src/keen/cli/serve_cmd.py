@@ -105,23 +105,21 @@ def serve(
     if not 0 <= port <= 65535:
         # Past 65535 the listener's OverflowError was an internal error.
         fail(f"--port {port} is no TCP port; use 1-65535 (0: any free port)")
-    if (
-        # "nan" passes every comparison below, and "inf" never ends a wait: both are refused.
-        not all(math.isfinite(value) for value in (auth_ttl, session_ttl, notify_interval, ready_wait))
-        or min(auth_ttl, session_ttl, notify_interval) <= 0
-        or min(fetch_limit, max_sessions) < 1
-        or ready_wait < 0
-    ):
-        fail(
-            "--auth-ttl, --session-ttl and --notify-interval must be numbers > 0, "
-            "--fetch-limit and --max-sessions >= 1, --ready-wait >= 0"
-        )
-    if not pins_poll > 0 or math.isinf(pins_poll):
-        # NaN passes every comparison above; KeenServer would refuse it with a traceback.
-        fail(
-            f"--pins-poll must be a positive number of seconds, got {pins_poll!r}; "
-            "1 looks at the pin files once a second (the default)"
-        )
+    seconds = {
+        "--auth-ttl": (auth_ttl, "3600 (the default) keeps a fetched description's authorization an hour"),
+        "--session-ttl": (session_ttl, "1800 (the default) ends an idle session after 30 minutes"),
+        "--notify-interval": (notify_interval, "0.5 (the default) waits half a second for a burst to end"),
+        "--pins-poll": (pins_poll, "1 looks at the pin files once a second (the default)"),
+        "--ready-wait": (ready_wait, "15 (the default) waits up to 15 s; 0 waits for none"),
+    }
+    for option, (value, example) in seconds.items():
+        # One check for every time: "nan" passes every comparison, and "inf" never ends a wait.
+        least = 0.0 if option == "--ready-wait" else None
+        if not _seconds_ok(value, least):
+            what = "a number of seconds >= 0" if least is not None else "a positive number of seconds"
+            fail(f"{option} must be {what}, got {value!r}; {example}")
+    if min(fetch_limit, max_sessions) < 1:
+        fail("--fetch-limit and --max-sessions must be >= 1")
 
     # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
     # inside run()'s task group reached the user as "internal error: ExceptionGroup".
@@ -187,3 +185,10 @@ def _say_ready(keen: KeenServer, store: str, url: str) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
+
+
+def _seconds_ok(value: float, least: float | None) -> bool:
+    """Whether ``value`` is a finite number of seconds above 0 (at least ``least`` when given)."""
+    if not math.isfinite(value):
+        return False
+    return value >= least if least is not None else value > 0

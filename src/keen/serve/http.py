@@ -56,7 +56,15 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from keen.serve.notify import Notice, NoticeStream
-from keen.serve.relay import CHANNEL_KEY, HOST_KEY, SSE_HEADERS, STREAM_KEY, SseChannel, host_capabilities
+from keen.serve.relay import (
+    CHANNEL_KEY,
+    HOST_KEY,
+    LEVEL_KEY,
+    SSE_HEADERS,
+    STREAM_KEY,
+    SseChannel,
+    host_capabilities,
+)
 from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
 __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
@@ -349,6 +357,7 @@ class _Gate:
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
         scope[HOST_KEY] = data.get("host") or []
+        scope[LEVEL_KEY] = data.get("log_level")
         # The session's authorizations live as long as it does (docs/serve.md, section 5).
         await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
         self._cancel(scope[SCOPE_KEY], message)
@@ -405,12 +414,21 @@ class _Gate:
                 async for frame, notice in _frames(notices):
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                     if notice is not None:
-                        # uvicorn drops what is sent to a connection already gone: let the
-                        # watcher above see the disconnect (and cancel) before it counts as told.
-                        await anyio.lowlevel.checkpoint()
+                        # uvicorn drops what is sent to a connection already gone, and a write
+                        # the kernel refuses (a reset connection) is told only as a disconnect,
+                        # three loop turns on: asyncio's transport schedules connection_lost
+                        # (call_soon), which sets uvicorn's `disconnected` and wakes the
+                        # watcher's `receive`; the watcher then cancels this task. Let all three
+                        # run before the notice counts as told.
+                        for _ in range(_DISCONNECT_TURNS):
+                            await anyio.lowlevel.checkpoint()
                         await notices.sent(notice)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
+
+
+_DISCONNECT_TURNS = 3
+"""Event-loop turns from a failed write to the stream's cancel (see ``_event_stream``)."""
 
 
 async def _frames(notices: NoticeStream) -> AsyncIterator[tuple[bytes, Notice | None]]:

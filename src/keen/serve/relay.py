@@ -24,12 +24,14 @@ gives up on, or still open when the call ends, is withdrawn from the host
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 import mcp_types as mt
@@ -46,7 +48,13 @@ from keen._terminal import terminal_text
 
 __all__ = [
     "CHANNEL_KEY",
+    "DROPPED_EVERY",
     "HOST_KEY",
+    "LEVEL_KEY",
+    "LOG_BURST",
+    "LOG_PER_SECOND",
+    "LOG_QUEUE",
+    "MAX_LOG_CHARS",
     "SSE_HEADERS",
     "STREAM_KEY",
     "HostChannel",
@@ -57,6 +65,7 @@ __all__ = [
     "SseChannel",
     "host_capabilities",
     "log_levels",
+    "shown_log_data",
 ]
 
 CHANNEL_KEY = "keen.channel"
@@ -67,6 +76,9 @@ notifications may ride it)."""
 HOST_KEY = "keen.host"
 """ASGI scope key: what the host of a handshake-era HTTP session declared at ``initialize``
 (:func:`host_capabilities`; kept with the session in the store)."""
+LEVEL_KEY = "keen.log_level"
+"""ASGI scope key: the level the host of a handshake-era HTTP session set with
+``logging/setLevel`` (kept with the session in the store), or None."""
 
 LEVELS: tuple[mt.LoggingLevel, ...] = (
     "debug",
@@ -87,6 +99,9 @@ LOG_PER_SECOND = 20.0
 """Log messages a second of one upstream server keen serve passes after a burst."""
 DROPPED_EVERY = 10.0
 """Seconds between two notices to a host of log messages dropped while a flood goes on."""
+LOG_QUEUE = 16
+"""Log messages (already cut) of one call waiting for its host; past that they are dropped
+(and counted), so a host that stops reading holds only these, not the upstream's messages."""
 _LOGGER_CHARS = 200
 """Characters of an upstream's ``logger`` name keen serve passes (a name, not a message)."""
 _REDACT_MARGIN = 1_024
@@ -141,6 +156,7 @@ class LogBound:
     much of each: a token bucket per server (``burst`` at once, then ``per_second``), shared
     by every call, so a server that floods cannot flood the hosts, nor keen serve's memory
     (each message the SDK hands over is a task of its own until it is passed or dropped).
+    See docs/serve.md "During a call" ("Log messages").
 
     Args:
         burst: messages of one server passed at once.
@@ -187,25 +203,48 @@ class LogBound:
 def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     """An upstream log message's ``data`` as keen serve passes it on: what Keen knows of
     secrets blanked, invisible and control characters written as escapes
-    (:func:`keen._terminal.terminal_text`), and, when its JSON text is longer than ``limit``
-    characters, that text cut, with a note saying how much was cut (a string, then)."""
+    (:func:`keen._terminal.terminal_text`), and, when that escaped JSON text is longer than
+    ``limit`` characters, cut to ``limit``, with a note saying how much was cut (a string,
+    then)."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    if len(text) <= limit:
+    if len(text) <= limit:  # escapes only lengthen it: a longer one is cut below
         try:
             redacted = json.loads(redactor.redact(json.dumps(data, ensure_ascii=False, default=str)))
         except ValueError:
             redacted = redactor.redact(str(data))
-        return _escaped(redacted)
-    # Redacted past the cut, then cut: a secret the cut runs through is blanked whole, and
-    # what could begin a known secret at the end is dropped too; a 1 MB message costs only
-    # the kept part's redaction.
-    head = redactor.redact(text[: limit + _REDACT_MARGIN])[:limit]
+        shown = _escaped(redacted)
+        if len(shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)) <= limit:
+            return shown
+    # Redacted past the cut, escaped, then cut (an escape is 10 characters at most, so the
+    # limit holds for what the host sees): a secret the cut runs through is blanked whole,
+    # and what could begin a known secret at the end is dropped too; a 1 MB message costs
+    # only the kept part's redaction.
+    head = terminal_text(redactor.redact(text[: limit + _REDACT_MARGIN]))[:limit]
+    head = _PART_ESCAPE.sub("", head)
     head = head[: len(head) - redactor.unsafe_tail(head)]
-    note = (
-        f"\n[truncated: {len(text) - limit:,} of {len(text):,} characters cut; keen serve passes "
-        f"at most {limit:,} characters of an MCP server's log message]"
+    cut = (
+        f"{len(text) - limit:,} of {len(text):,} characters cut"
+        if len(text) > limit
+        else f"its {len(text):,} characters are longer than that with invisible ones escaped"
     )
-    return terminal_text(head) + note
+    note = (
+        f"\n[truncated: {cut}; keen serve passes at most {limit:,} characters of an MCP server's log message]"
+    )
+    return head + note
+
+
+def _shown_logger(logger: str) -> str:
+    """An upstream's ``logger`` name as keen serve passes it: redacted across its cut (as
+    :func:`shown_log_data` is), cut to :data:`_LOGGER_CHARS`, escaped on one line."""
+    head = redactor.redact(logger[: _LOGGER_CHARS + _REDACT_MARGIN])
+    if len(head) > _LOGGER_CHARS:
+        head = head[:_LOGGER_CHARS]
+        head = head[: len(head) - redactor.unsafe_tail(head)]
+    return terminal_text(head, one_line=True)
+
+
+_PART_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3}|U[0-9a-f]{0,7})?\Z")
+"""The start of an escape of :func:`keen._terminal.terminal_text` a cut ran through."""
 
 
 def _escaped(value: Any) -> Any:
@@ -445,6 +484,12 @@ class HostPeer:
         self._dropped: dict[str, tuple[int, int, float]] = {}
         """Server -> (log messages dropped since the host was last told, the most severe one's
         index in LEVELS, when the first of them was dropped)."""
+        self._queue: collections.deque[_Queued] = collections.deque()
+        """Log messages (cut, escaped) and drop notices waiting for the host, at most
+        :data:`LOG_QUEUE`; one task at a time writes them (:meth:`_write`)."""
+        self._writing = False
+        self._written = anyio.Event()
+        self._written.set()
 
     @property
     def host(self) -> str:
@@ -458,9 +503,18 @@ class HostPeer:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
             if self._asking:
                 await self._idle.wait()
-            # What a flood left untold, before the call's result (its stream ends with it).
+            # The log messages still queued, then what a flood left untold, before the call's
+            # result (its stream ends with it).
+            await self._written.wait()
+            with contextlib.suppress(Exception):  # a host gone mid-call loses them, nothing else
+                await self._write()
             for server in list(self._dropped):
-                await self._tell_dropped(server)
+                notice = self._dropped_notice(server)
+                if notice is not None and self.channel is not None:
+                    try:
+                        await self.channel.notify(notice.notification)
+                    except Exception:  # a host gone mid-call loses the notice, nothing else
+                        self._count_dropped(notice)
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         needed, result_type = _needs(request)
@@ -520,47 +574,94 @@ class HostPeer:
         return answer
 
     async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
+        # The SDK runs each upstream notification as a task of its own holding the whole
+        # message until this returns: so this never waits on the host for it. The message is
+        # cut and queued (a full queue drops it, counted as the bound's drops are), and the
+        # one task already writing to the host writes it; only that task waits on the host.
         if self.channel is None or params.level not in self.levels or self._done.is_set():
             return
-        # Counted before any work and any wait: a dropped message ends its task at once.
-        passes = self._bound.take(server)
+        # Counted before any work: a dropped message ends its task at once.
+        passes = self._bound.take(server) and len(self._queue) < LOG_QUEUE
         if not passes:
-            count, worst, since = self._dropped.get(server, (0, 0, self._bound.clock()))
-            self._dropped[server] = (count + 1, max(worst, LEVELS.index(params.level)), since)
+            self._count_dropped(_Queued(server, 1, LEVELS.index(params.level), None))
         if (
             server in self._dropped
             and self._bound.clock() - self._dropped[server][2] >= self._bound.report_every
         ):
-            await self._tell_dropped(server)
-        if not passes:
-            return
-        # Named after its server, and with what Keen knows of secrets blanked, as every
-        # text Keen passes on; invisible characters shown, and the data cut to its bound.
-        logger = terminal_text(params.logger[:_LOGGER_CHARS], one_line=True) if params.logger else None
-        name = f"{server}/{logger}" if logger else server
-        data = shown_log_data(params.data, self._bound.max_chars)
-        shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
-        await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+            # Queued even when the queue is full: at most one a server every report_every.
+            notice = self._dropped_notice(server)
+            if notice is not None:
+                self._queue.append(notice)
+        if passes:
+            # Named after its server, and with what Keen knows of secrets blanked, as every
+            # text Keen passes on; invisible characters shown, and the data cut to its bound.
+            logger = _shown_logger(params.logger) if params.logger else None
+            name = f"{server}/{logger}" if logger else server
+            data = shown_log_data(params.data, self._bound.max_chars)
+            shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
+            notification = mt.LoggingMessageNotification(params=shown)
+            self._queue.append(_Queued(server, 1, LEVELS.index(params.level), notification))
+        del params  # the writer below may wait on the host: it need not hold the message
+        if not self._writing:
+            await self._write()
 
-    async def _tell_dropped(self, server: str) -> None:
-        """One notice to the host of the log messages of ``server`` dropped since the last one,
-        at the level of the most severe of them (one the host asked for)."""
-        count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
-        if not count or self.channel is None:
+    async def _write(self) -> None:
+        """Write the queued log messages to the host, until none is left (one writer at a
+        time); on a failure (the host's channel is gone, or a 2026-07-28 host is between two
+        rounds) the one that failed and the rest count as dropped, so the host is told."""
+        if self._writing or self.channel is None:
             return
+        self._writing, self._written = True, anyio.Event()
+        try:
+            while self._queue:
+                queued = self._queue.popleft()
+                try:
+                    await self.channel.notify(queued.notification)
+                except BaseException:
+                    for lost in (queued, *self._queue):
+                        self._count_dropped(lost)
+                    self._queue.clear()
+                    raise
+        finally:
+            self._writing = False
+            self._written.set()
+
+    def _count_dropped(self, lost: _Queued) -> None:
+        """Count ``lost`` (a log message, or a notice not written) as dropped, to be told."""
+        count, worst, since = self._dropped.get(lost.server, (0, 0, self._bound.clock()))
+        self._dropped[lost.server] = (count + lost.messages, max(worst, lost.worst), since)
+
+    def _dropped_notice(self, server: str) -> _Queued | None:
+        """The notice to the host of the log messages of ``server`` dropped since the last
+        one, at the level of the most severe of them (one the host asked for); the count
+        starts again (it is counted again if the notice cannot be written)."""
+        count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
+        if not count:
+            return None
         words = (
             f"keen serve dropped {count:,} log message{'' if count == 1 else 's'} of MCP server "
             f"{server!r} during this call: it passes {self._bound.words()}"
         )
         shown = mt.LoggingMessageNotificationParams(level=LEVELS[worst], logger="keen serve", data=words)
-        with contextlib.suppress(Exception):  # a host gone mid-call loses the notice, nothing else
-            await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+        return _Queued(server, count, worst, mt.LoggingMessageNotification(params=shown))
 
     async def completed(self, server: str, elicitation_id: str) -> None:
         # On the call's channel: over HTTP only while the call runs (its stream ends with it).
         if self.channel is not None:
             params = mt.ElicitCompleteNotificationParams(elicitation_id=elicitation_id)
             await self.channel.notify(mt.ElicitCompleteNotification(params=params))
+
+
+class _Queued(NamedTuple):
+    """A log message or a drop notice waiting for the host: what it counts as if lost."""
+
+    server: str
+    messages: int
+    """Log messages it stands for: 1, or a notice's count."""
+    worst: int
+    """The most severe one's index in LEVELS."""
+    notification: Any
+    """What is written (a ``LoggingMessageNotification``; None for a message never queued)."""
 
 
 def _needs(request: mt.InputRequest) -> tuple[str, type[BaseModel]]:

@@ -84,8 +84,13 @@ class RoundsChannel:
             ) from None
 
     async def notify(self, notification: mt.ServerNotification) -> None:
-        if self._call.ctx is not None:
-            await SessionChannel(self._call.ctx).notify(notification)
+        if self._call.ctx is None:
+            # Said, not skipped: a log message's writer counts it as dropped, and tells the host.
+            raise MCPError(
+                code=mt.INTERNAL_ERROR,
+                message="the host is between two rounds of this call; nothing reaches it",
+            )
+        await SessionChannel(self._call.ctx).notify(notification)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         if self._call.ctx is not None:

@@ -83,6 +83,7 @@ from keen.serve.passthrough import checked_contents, checked_messages, exposed_u
 from keen.serve.relay import (
     CHANNEL_KEY,
     HOST_KEY,
+    LEVEL_KEY,
     STREAM_KEY,
     HostChannel,
     HostPeer,
@@ -123,8 +124,6 @@ DEFAULT_PINS_POLL = 1.0
 """Seconds between two looks at the pin files for a change made outside keen serve."""
 _FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
 """An authorization in a stdio connection's scope: it ends with the connection (the process)."""
-_MAX_LOG_LEVELS = 10_000
-"""Hosts whose ``logging/setLevel`` is remembered (the oldest is forgotten first)."""
 
 _EXTENSION_INSTRUCTIONS = (
     "This server uses progressive disclosure for tool descriptions. Pick a tool from tools/list; "
@@ -199,8 +198,9 @@ class KeenServer:
         self.rounds = Rounds()
         """2026-07-28 hosts' calls whose upstream asks (keen.serve.rounds)."""
         """Handshake-era HTTP hosts' answers to what Keen asked them (keen.serve.relay)."""
-        self._log_levels: dict[str, str] = {}
-        """Caller scope -> the level its host set with ``logging/setLevel``."""
+        self._stdio_level: str | None = None
+        """The level the stdio host set with ``logging/setLevel`` (an HTTP session's is kept
+        with the session in the store, so every replica knows it)."""
         self.log_bound = log_bound if log_bound is not None else LogBound()
         """Upstreams' log messages passed to hosts: a burst, then a rate, per server."""
         self.mode: Mode = mode
@@ -264,6 +264,7 @@ class KeenServer:
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
             if self.mode == "extension":
+                logger.debug("keen serve: looks at the pin files every %g s (--pins-poll)", self.pins_poll)
                 tg.start_soon(self._watch_pins, name="keen-serve-pins")
             self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
@@ -624,6 +625,7 @@ class KeenServer:
             declared = host_capabilities(ctx.session.client_capabilities)
         else:
             declared = list(asgi.get(HOST_KEY) or [])
+        set_level = self._stdio_level if request is None else asgi.get(LEVEL_KEY)
         if modern and rounds is None:
             cannot = "this host speaks MCP 2026-07-28, where a server asks only in the call's result"
         elif channel is None:
@@ -641,7 +643,7 @@ class KeenServer:
             scope,
             channel,
             capabilities=declared,
-            levels=log_levels(ctx.protocol_version, ctx.meta, self._log_levels.get(scope)),
+            levels=log_levels(ctx.protocol_version, ctx.meta, set_level),
             cannot_ask=cannot,
             audit=audit,
             log_bound=self.log_bound,
@@ -653,10 +655,19 @@ class KeenServer:
         """``logging/setLevel`` (MCP 2025-11-25, Logging): upstreams' log messages during this
         host's calls reach it from this level up."""
         scope = self.caller_scope(ctx)
-        self._log_levels.pop(scope, None)
-        self._log_levels[scope] = params.level
-        while len(self._log_levels) > _MAX_LOG_LEVELS:
-            del self._log_levels[next(iter(self._log_levels))]
+        if ctx.request is None:
+            self._stdio_level = params.level
+            return mt.EmptyResult()
+        # Kept with the session (its data in the store), so a call that reaches another
+        # replica gets the same levels, and the level ends when the session does.
+        session_id = scope.removeprefix("session:")
+        data = await self.store.get_session(session_id, self.session_ttl)
+        if not scope.startswith("session:") or data is None:
+            raise MCPError(
+                code=mt.INVALID_REQUEST,
+                message="logging/setLevel needs a session; send initialize first",
+            )
+        await self.store.create_session(session_id, {**data, "log_level": params.level}, self.session_ttl)
         return mt.EmptyResult()
 
     def cancel_call(self, scope: str, request_id: object) -> bool:

@@ -15,8 +15,9 @@ of a change it has not seen, whichever replica it listed on (:mod:`keen.serve.no
 
 Keys (Redis), all under ``keen:serve:`` and all with a TTL:
 
-- ``session:<id>``: JSON ``{"principal": ..., "owner": ..., "host": [...]}`` (``host``: what
-  the host declared at ``initialize`` that Keen relays to it, :mod:`keen.serve.relay`)
+- ``session:<id>``: JSON ``{"principal": ..., "owner": ..., "host": [...], "log_level": ...}``
+  (``host``: what the host declared at ``initialize`` that Keen relays to it,
+  :mod:`keen.serve.relay`; ``log_level``: what it set with ``logging/setLevel``, if it did)
 - ``owner:<owner>``: sorted set ``session id -> expiry (epoch ms)``, the open sessions one
   caller (``owner``: its bearer token's principal, or its address) holds, for the cap on
   them; it expires with the latest of them

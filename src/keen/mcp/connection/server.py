@@ -69,6 +69,11 @@ __all__ = ["ServerConnection"]
 logger = logging.getLogger(__name__)
 
 _STDERR_TAIL_LINES = 5
+_DEBUG_LOG_CHARS = 200
+"""Characters of a server's log message shown in keen's own debug log."""
+_REDACT_MARGIN = 1_024
+"""Characters past a cut redacted with what is kept, so a secret the cut runs through is
+matched whole."""
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
 
 
@@ -767,9 +772,9 @@ class ServerConnection:
         if self._session_relay is not None:
             await self._session_relay.log(self.name, params)
         if logger.isEnabledFor(logging.DEBUG):  # the line's text is made only to be logged
-            logger.debug(
-                "server %s: log %s: %s",
-                self.name,
-                params.level,
-                one_line(redactor.redact(str(params.data)), 200),
-            )
+            # Cut before it is redacted (a flood of 1 MB messages must not cost a redaction of
+            # each whole), with a margin so a secret the line's end runs through is matched
+            # whole; what could begin a known secret at the cut is dropped.
+            head = redactor.redact(str(params.data)[: _DEBUG_LOG_CHARS + _REDACT_MARGIN])
+            head = head[: len(head) - redactor.unsafe_tail(head)]
+            logger.debug("server %s: log %s: %s", self.name, params.level, one_line(head, _DEBUG_LOG_CHARS))
