@@ -418,6 +418,14 @@ async def test_a_closed_manager_says_so_when_used_or_opened_again(keen_home: Pat
         with pytest.raises(KeenError, match=rf"^Manager\.{re.escape(what)}: {again}"):
             await use()
     assert not (keen_home / "skills").exists()  # connect_server wrote no skill
+    # wait_ready said True (every server stopped, as if each were ready), and the two info
+    # reads named refresh_tools() in their refusal.
+    with pytest.raises(KeenError, match=rf"^Manager\.wait_ready\(\) has no server to wait for: {again}"):
+        await manager.wait_ready(1)
+    with pytest.raises(KeenError, match=rf"^Manager\.server_info\(\) has no server to read: {again}"):
+        manager.server_info("local")
+    with pytest.raises(KeenError, match=rf"^Manager\.live_info\(\) has no server to read: {again}"):
+        manager.live_info("local")
 
 
 def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tmp_path: Path) -> None:

@@ -300,10 +300,13 @@ class Manager:
 
         Raises:
             KeenError: the Manager was never started (no server has begun an attempt, so
-                there is nothing to wait for; a True here read as "every server ready").
+                there is nothing to wait for; a True here read as "every server ready"), or
+                it was closed (every server stopped: True read the same way).
         """
         if not self._started:
             raise KeenError(_not_started("Manager.wait_ready() has nothing to wait for"))
+        if self._closed:
+            raise KeenError(f"Manager.wait_ready() has no server to wait for: {_CLOSED}")
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
             for connection in list(self._connections.values()):
@@ -541,8 +544,8 @@ class Manager:
             ServerNotConfigured: no server by that name.
             KeenError: the Manager was closed.
         """
-        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
-            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
+        if self._closed:  # its connections are gone: what they last said is no one's now
+            raise KeenError(f"Manager.server_info() has no server to read: {_CLOSED}")
         if name in self._misconfigured:
             return None
         conn = self._connection(name)
@@ -565,8 +568,8 @@ class Manager:
             ServerNotConfigured: no server by that name.
             KeenError: the Manager was closed.
         """
-        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
-            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
+        if self._closed:  # its connections are gone: what they last said is no one's now
+            raise KeenError(f"Manager.live_info() has no server to read: {_CLOSED}")
         if name in self._misconfigured:
             return None
         return self._connection(name).info
