@@ -305,8 +305,7 @@ class Manager:
         """
         if not self._started:
             raise KeenError(_not_started("Manager.wait_ready() has nothing to wait for"))
-        if self._closed:
-            raise KeenError(f"Manager.wait_ready() has no server to wait for: {_CLOSED}")
+        self._refuse_closed("Manager.wait_ready() has no server to wait for")
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
             for connection in list(self._connections.values()):
@@ -544,8 +543,8 @@ class Manager:
             ServerNotConfigured: no server by that name.
             KeenError: the Manager was closed.
         """
-        if self._closed:  # its connections are gone: what they last said is no one's now
-            raise KeenError(f"Manager.server_info() has no server to read: {_CLOSED}")
+        # Its connections are gone: what they last said is no one's now.
+        self._refuse_closed("Manager.server_info() has no server to read")
         if name in self._misconfigured:
             return None
         conn = self._connection(name)
@@ -568,8 +567,7 @@ class Manager:
             ServerNotConfigured: no server by that name.
             KeenError: the Manager was closed.
         """
-        if self._closed:  # its connections are gone: what they last said is no one's now
-            raise KeenError(f"Manager.live_info() has no server to read: {_CLOSED}")
+        self._refuse_closed("Manager.live_info() has no server to read")
         if name in self._misconfigured:
             return None
         return self._connection(name).info
@@ -869,8 +867,8 @@ class Manager:
             KeenError: the Manager was never started (it says to start it), or was closed.
             ServerNotConfigured: no server by that name.
         """
-        if self._closed:  # its task group is gone: starting an owner raised a bare RuntimeError
-            raise KeenError(f"Manager.refresh() has no server to reconnect: {_CLOSED}")
+        # Its task group is gone: starting an owner raised a bare RuntimeError.
+        self._refuse_closed("Manager.refresh() has no server to reconnect")
         if self._tg is None:  # before _connection(), whose words are about one server
             raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if name in self._misconfigured:
@@ -895,8 +893,8 @@ class Manager:
             ServerNotConfigured: no server by that name.
             KeenError: the Manager was closed.
         """
-        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
-            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
+        # Not connected: the refresh below raised a bare RuntimeError.
+        self._refuse_closed("Manager.refresh_tools() has no server to list")
         if name in self._misconfigured:
             return None
         connection = self._connection(name)
@@ -927,8 +925,8 @@ class Manager:
             ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
             KeenError: the Manager was never started, or was closed.
         """
-        if self._closed:  # an entry taken now is never connected: connect_server's refresh failed
-            raise KeenError(f"Manager.reload_server() has no server to reload: {_CLOSED}")
+        # An entry taken now is never connected: connect_server's refresh failed.
+        self._refuse_closed("Manager.reload_server() has no server to reload")
         if self._tg is None:
             raise KeenError(_not_started("Manager.reload_server() has no server to reload"))
         if not self._from_file:
@@ -1025,6 +1023,12 @@ class Manager:
 
     def _moved(self) -> None:
         self._moves += 1
+
+    def _refuse_closed(self, doing: str) -> None:
+        """Raise the closed Manager's ``KeenError``, ``doing`` (``"Manager.refresh() has no
+        server to reconnect"``) naming the call, once :meth:`close` ran (a Manager runs once)."""
+        if self._closed:
+            raise KeenError(f"{doing}: {_CLOSED}")
 
     def _connection(self, name: str) -> ServerConnection:
         connection = self._connections.get(name)
