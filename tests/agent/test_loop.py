@@ -106,6 +106,24 @@ async def test_approval_denied_then_always(world: World) -> None:
     assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
 
 
+async def _note_answered_by(world: World, answer: object) -> dict[str, Any]:
+    """The record of a demo add_note call (its schema read first) whose approval the
+    Agent's approver answered with ``answer``."""
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return answer
+
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, **note)),
+        step(content="Done."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+        result = await agent.run_turn("save a note")
+    return result.tool_calls[1]
+
+
 @pytest.mark.parametrize(
     ("answer", "named"), [("y", "str"), (None, "NoneType"), (1, "int"), (numpy.True_, "numpy.bool")]
 )
@@ -114,18 +132,7 @@ async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_
 ) -> None:
     # An approver returning anything but "yes", "always" (or True) was silently taken as the
     # user's no: the model read "the user did not approve" and nothing told the host what to return.
-    async def approver(request: ApprovalRequest) -> Any:
-        return answer
-
-    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
-    model = world.script(
-        step(call("read_file", path=world.schema("demo", "add_note"))),
-        step(call(MCP, **note)),
-        step(content="The approval step is broken."),
-    )
-    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
-        result = await agent.run_turn("save a note")
-    denied = result.tool_calls[1]
+    denied = await _note_answered_by(world, answer)
     assert (denied["outcome"], denied["gate"], denied["declined"]) == ("denied", "permission", False)
     assert "the approval callback failed (TypeError); treated as no" in denied["text"]
     assert "did not approve" not in denied["text"]
@@ -140,18 +147,7 @@ async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_
 
 @pytest.mark.parametrize(("answer", "outcome"), [(True, "ok"), (False, "denied")])
 async def test_an_approver_may_answer_with_a_python_bool(world: World, answer: bool, outcome: str) -> None:
-    async def approver(request: ApprovalRequest) -> Any:
-        return answer
-
-    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
-    model = world.script(
-        step(call("read_file", path=world.schema("demo", "add_note"))),
-        step(call(MCP, **note)),
-        step(content="Done."),
-    )
-    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
-        result = await agent.run_turn("save a note")
-    made = result.tool_calls[1]
+    made = await _note_answered_by(world, answer)
     assert made["outcome"] == outcome, made
     assert made["declined"] is (not answer)  # False is the person's own no, not a failure
 

@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import sys
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import anyio
 import httpx2
 import mcp_types as mt
 import pytest
+from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
@@ -36,7 +38,7 @@ from helpers.serve import (
 )
 from keen._redact import redactor
 from keen.mcp.connection.memory import in_memory_transport
-from keen.serve import LogBound
+from keen.serve import KeenServer, LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
 from keen.serve.rounds import RoundsChannel, _Call  # pyright: ignore[reportPrivateUsage]
 from keen.serve.store import MemoryStore
@@ -95,6 +97,21 @@ def _transports() -> dict[str, Any]:
     return {**basic_in_memory(), "logs": in_memory_transport(server)}
 
 
+def _logged_host(
+    home: Path, logs: Logs, bound: LogBound
+) -> AbstractAsyncContextManager[tuple[KeenServer, Client]]:
+    """keen serve (search mode, the flooding server beside the basic one) in this process,
+    bounded by ``bound``, with a host whose log messages ``logs`` records."""
+    return in_process(
+        home,
+        "session",
+        mode="search",
+        transports=_transports(),
+        message_handler=logs.on_message,
+        log_bound=bound,
+    )
+
+
 async def _flood(client: Any, count: int, size: int, level: str = "info") -> str:
     call = {"server": "logs", "tool": "flood", "arguments": {"count": count, "size": size, "level": level}}
     result = await client.call_tool("call_mcp_tool", call)
@@ -104,14 +121,7 @@ async def _flood(client: Any, count: int, size: int, level: str = "info") -> str
 async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> None:
     logs = Logs()
     bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock())
-    async with in_process(
-        home,
-        "session",
-        mode="search",
-        transports=_transports(),
-        message_handler=logs.on_message,
-        log_bound=bound,
-    ) as (_, client):
+    async with _logged_host(home, logs, bound) as (_, client):
         assert await _flood(client, 50, 20_000) == "sent 50"
     flood = [entry for entry in logs.got if entry[1] == "logs/flood"]
     told = [entry for entry in logs.got if entry[1] == "keen serve"]
@@ -135,14 +145,7 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
 async def test_messages_below_the_hosts_level_are_not_counted_as_dropped(home: Path) -> None:
     logs = Logs()
     bound = LogBound(burst=5, per_second=1.0, clock=Clock())
-    async with in_process(
-        home,
-        "session",
-        mode="search",
-        transports=_transports(),
-        message_handler=logs.on_message,
-        log_bound=bound,
-    ) as (_, client):
+    async with _logged_host(home, logs, bound) as (_, client):
         await client.set_logging_level("error")
         assert await _flood(client, 50, 100, level="info") == "sent 50"
         assert logs.got == []
