@@ -49,19 +49,7 @@ def serve(home: Home, *names: str) -> None:
 
 
 def chat(home: Home, *args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Run:
-    proc = subprocess.run(
-        [*KEEN, "chat", *args],
-        env={**home.env(), **(env or {})},
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    run = Run(("chat", *args), proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in run.stdout + run.stderr, str(run)
-    return run
+    return home.keen_process("chat", *args, env=env, stdin=stdin, timeout=120)
 
 
 def script(home: Home, *answers: dict[str, Any]) -> str:

@@ -6,13 +6,12 @@ written by a newer Keen, not a chat, or naming a server no longer configured."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.cli import KEEN, Home, Run, make_home
+from helpers.cli import Home, Run, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from helpers.forkserver import launch_args
 
@@ -40,19 +39,17 @@ def home(tmp_path: Path) -> Home:
 
 def chat(home: Home, fake: FakeLLM, *args: str, cwd: Path | None = None) -> Run:
     """``keen chat ARGS`` against ``fake``, in the user's home (the sessions' workspace)."""
-    proc = subprocess.run(
-        [*KEEN, "chat", *args, "--model", "openai:m", "--base-url", fake.url + "/v1"],
-        env={**home.env(), "OPENAI_API_KEY": KEY},
+    return home.keen_process(
+        "chat",
+        *args,
+        "--model",
+        "openai:m",
+        "--base-url",
+        fake.url + "/v1",
+        env={"OPENAI_API_KEY": KEY},
         cwd=cwd or home.home,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
     )
-    run = Run(("chat", *args), proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in run.stdout + run.stderr, str(run)
-    return run
 
 
 def convert_turn(home: Home) -> list[Reply]:

@@ -109,15 +109,25 @@ class Home:
         """Several in-process runs, one after the other (CliRunner swaps sys.stdout)."""
         return [self.keen(*args) for args in commands]
 
-    def keen_process(self, *args: str) -> Run:
-        """Run the installed ``keen`` console script in a subprocess, stdin closed."""
+    def keen_process(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        timeout: float = RUN_TIMEOUT,
+    ) -> Run:
+        """Run the installed ``keen`` console script in a subprocess, with ``env`` on top of
+        this home's variables, in ``cwd``, given ``stdin`` (closed when ``None``)."""
         proc = subprocess.run(
             [*KEEN, *args],
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
+            env={**self.env(), **(env or {})},
+            cwd=cwd,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             text=True,
-            timeout=RUN_TIMEOUT,
+            timeout=timeout,
             check=False,
         )
         run = Run(tuple(args), proc.returncode, proc.stdout, proc.stderr)
