@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import regex
 from jsonschema import (
@@ -64,7 +65,7 @@ from keen.mcp.listing._keywords import (
 )
 from keen.mcp.types import Tool
 
-__all__ = ["ArgumentValidator", "StructuredContentValidator", "plain_check"]
+__all__ = ["ArgumentValidator", "StructuredContentValidator", "plain_check", "recursion_panic", "ref_cycle"]
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,14 @@ class ArgumentValidator:
                     tool.name,
                 )
                 compiled = None
+            elif ref_cycle(schema):
+                logger.warning(
+                    "server %s tool %s: a $ref cycle in inputSchema never reaches a type; "
+                    "the server will validate",
+                    self.server,
+                    tool.name,
+                )
+                compiled = None
             else:
                 compiled = safe_validator_class(cls)(schema, registry=_NO_RETRIEVAL)
                 self._plain[tool.name] = plain_check(schema, cls)
@@ -318,20 +327,12 @@ class ArgumentValidator:
             self._cache[tool.name] = None
             return
         except RecursionError:
-            # A $ref cycle that never reaches a type ("#/$defs/a" -> "#/$defs/b" -> "#/$defs/a")
-            # recurses without end; so may arguments nested deeper than Python's recursion
-            # limit against a recursive schema. Either way there is no answer to give here.
-            shallow = _depth(arguments) < _SHALLOW
-            logger.warning(
-                "server %s tool %s: %s; the server will validate",
-                self.server,
-                tool.name,
-                "a $ref cycle in inputSchema never reaches a type"
-                if shallow
-                else "the arguments nest too deeply to check against inputSchema (or it has a $ref cycle)",
-            )
-            if shallow:
-                self._cache[tool.name] = None  # the schema itself: the next call would recurse too
+            self._recursed(tool, arguments)
+            return
+        except BaseException as exc:
+            if not recursion_panic(exc):
+                raise
+            self._recursed(tool, arguments)
             return
         if not errors:
             return
@@ -344,6 +345,23 @@ class ArgumentValidator:
             tool=tool.name,
             errors=problems,
         )
+
+    def _recursed(self, tool: Tool, arguments: dict[str, Any]) -> None:
+        """Leave a check that reached Python's recursion limit to the server."""
+        # Arguments nested deeper than the limit against a recursive schema recurse without
+        # end; so does a loop ref_cycle cannot follow (a reference below a nested $id).
+        # Either way there is no answer to give here.
+        shallow = _depth(arguments) < _SHALLOW
+        logger.warning(
+            "server %s tool %s: %s; the server will validate",
+            self.server,
+            tool.name,
+            "a $ref cycle in inputSchema never reaches a type"
+            if shallow
+            else "the arguments nest too deeply to check against inputSchema (or it has a $ref cycle)",
+        )
+        if shallow:
+            self._cache[tool.name] = None  # the schema itself: the next call would recurse too
 
 
 class StructuredContentValidator:
@@ -373,6 +391,14 @@ class StructuredContentValidator:
             cls.check_schema(schema)
         except SchemaError as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc.message}") from None
+        if ref_cycle(schema):
+            # Found before any content is checked: running into it would end in a
+            # RecursionError or, on a loaded machine, first in the time budget, and the
+            # refusal would name whichever came first.
+            raise RuntimeError(
+                f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
+                "a $ref cycle in it never reaches a type"
+            )
         compiled: Validator | None = None
         if uses_unbounded_search(schema):
             logger.warning(
@@ -416,7 +442,9 @@ class StructuredContentValidator:
             ) from None
         except (Unresolvable, ValueError, regex.error) as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc}") from None
-        except RecursionError:
+        except BaseException as exc:
+            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+                raise
             raise RuntimeError(
                 f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
                 "a $ref cycle in it never reaches a type, or the content nests too deeply"
@@ -427,6 +455,19 @@ class StructuredContentValidator:
                 f"Invalid structured content returned by tool {tool}: "
                 f"{_json_path(first.absolute_path)}: {shorten(first.message, 300)}"
             )
+
+
+def recursion_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is Python's recursion limit met inside a Rust extension.
+
+    ``referencing`` keeps its registry in ``rpds`` (Rust, through PyO3); when the limit is
+    reached inside the ``__eq__`` it calls back, PyO3 raises ``pyo3_runtime.PanicException``,
+    which derives from ``BaseException`` (not ``RecursionError``) and would pass every
+    ``except Exception`` up to the event loop. Its class cannot be imported, so it is known
+    by its module and name.
+    """
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
 def _depth(value: Any, limit: int = 1000) -> int:
@@ -440,6 +481,143 @@ def _depth(value: Any, limit: int = 1000) -> int:
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
     return deepest
+
+
+_SAME_PLACE = ("$ref", "not", "if", "then", "else")
+_SAME_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_SAME_PLACE_MAPS = ("dependentSchemas", "dependencies")
+"""Keywords whose subschemas apply to the instance where the schema applies (JSON Schema
+2020-12 Core, sections 8.2.3.1, 10.2 and 10.2.2.4; Draft 7's ``dependencies``): a loop of
+them is evaluated again at the same place, without end once the validator takes it."""
+_MAX_NODES = 100_000
+"""Objects a cycle search starts from at most (a listing's size bounds a schema already)."""
+
+
+def ref_cycle(schema: Any) -> bool:
+    """Whether ``schema`` holds a loop of ``$ref`` (and ``allOf``, ``anyOf``, ``oneOf``,
+    ``not``, ``if``/``then``/``else``, ``dependentSchemas``) steps that comes back to where it
+    started without going into the instance, such as ``"#/$defs/a" -> "#/$defs/b" ->
+    "#/$defs/a"``: a validator that takes it never reaches a type and recurses until Python's
+    limit. Through ``$ref`` and ``allOf`` alone it takes it wherever the loop applies; through
+    the others it may (``anyOf`` and ``oneOf`` try branches, ``not`` and ``if`` stop at a
+    subschema's first error, so the instance and the order of the keywords decide), and Keen
+    treats any such schema as one it cannot check.
+
+    Only references a schema can resolve by itself are followed: a JSON Pointer fragment
+    (``#/...``, RFC 6901, percent-decoded as RFC 3986 fragments are) against the root, when
+    no subschema declares its own ``$id`` (which would change what ``#`` means below it).
+    Anything else is no step, so an answer of ``False`` means "none found", not "none".
+    Recursion through the data (``properties``, ``items``) is no loop: each step goes one
+    level into the instance.
+
+    Args:
+        schema: an inputSchema or outputSchema as the server sent it (any JSON value).
+
+    Returns:
+        True when such a loop exists.
+    """
+    if not isinstance(schema, dict) or _declares_id(schema):
+        return False
+    # Depth-first search over "applies at the same place" edges from every subschema;
+    # grey nodes are on the current path, a grey node met again closes a loop.
+    grey: set[int] = set()
+    done: set[int] = set()
+    for start in _subschemas(schema):
+        if id(start) in done:
+            continue
+        stack: list[tuple[Any, list[Any]]] = [(start, _same_place(start, schema))]
+        grey.add(id(start))
+        while stack:
+            node, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                grey.discard(id(node))
+                done.add(id(node))
+                continue
+            child = pending.pop()
+            if id(child) in grey:
+                return True
+            if id(child) in done or not isinstance(child, dict):
+                continue
+            grey.add(id(child))
+            stack.append((child, _same_place(child, schema)))  # pyright: ignore[reportUnknownArgumentType]
+    return False
+
+
+_DATA = frozenset({"default", "examples", "const", "enum"})
+"""Keywords whose values are instances, not schemas."""
+
+
+def _subschemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object in ``schema`` outside instance values, the root first, at most
+    :data:`_MAX_NODES` of them."""
+    found: list[dict[str, Any]] = []
+    stack: list[Any] = [schema]
+    while stack and len(found) < _MAX_NODES:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)  # pyright: ignore[reportUnknownArgumentType]
+            stack.extend(v for k, v in item.items() if k not in _DATA)  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+        elif isinstance(item, list):
+            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+    return found
+
+
+def _same_place(node: dict[str, Any], root: dict[str, Any]) -> list[Any]:
+    """The subschemas that apply where ``node`` applies."""
+    found: list[Any] = []
+    for keyword in _SAME_PLACE:
+        if keyword not in node:
+            continue
+        if keyword == "$ref":
+            target = _pointer(root, node["$ref"])
+            if target is not None:
+                found.append(target)
+        else:
+            found.append(node[keyword])
+    for keyword in _SAME_PLACE_LISTS:
+        branches: Any = node.get(keyword)
+        if isinstance(branches, list):
+            found.extend(branches)  # pyright: ignore[reportUnknownArgumentType]
+    for keyword in _SAME_PLACE_MAPS:
+        schemas: Any = node.get(keyword)
+        if isinstance(schemas, dict):
+            found.extend(schemas.values())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    return found
+
+
+def _pointer(root: dict[str, Any], ref: Any) -> Any:
+    """The subschema ``ref`` names in ``root`` when it is a JSON Pointer fragment; else None."""
+    if not isinstance(ref, str) or not ref.startswith("#") or (len(ref) > 1 and ref[1] != "/"):
+        return None
+    node: Any = root
+    for token in unquote(ref[1:]).split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if token not in node:
+                return None
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):  # pyright: ignore[reportUnknownArgumentType]
+            node = node[int(token)]
+        else:
+            return None
+    return node
+
+
+def _declares_id(schema: dict[str, Any]) -> bool:
+    """Whether a subschema below the root declares ``$id`` (or Draft 4's ``id``) as a string."""
+    stack: list[Any] = [v for k, v in schema.items() if k not in ("$id", "id")]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            if isinstance(item.get("$id"), str) or isinstance(item.get("id"), str):  # pyright: ignore[reportUnknownMemberType]
+                return True
+            stack.extend(item.values())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        elif isinstance(item, list):
+            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+    return seen >= _MAX_NODES
 
 
 def _json_path(parts: Any) -> str:
