@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers.hostile import counting_listener
 from keen.agent.form import MISSING, FormError, check_content, form_fields
 
 SCHEMA: dict[str, Any] = {
@@ -113,3 +119,73 @@ def test_check_content_names_the_field_at_fault() -> None:
     assert check_content(SCHEMA, {"name": "Ada", "party": 2}) is None
     assert check_content(SCHEMA, {"name": "Ada"}) == "'party' is a required property"
     assert (check_content(SCHEMA, {"name": "Ada", "party": 0}) or "").startswith("party:")
+
+
+FORM_SECRET = "form-file-content-5b2a9e"
+
+
+def _in_time(run: Callable[[], Any]) -> Any:
+    """``run()`` on a thread given 20 s: a fetch from a listener that never answers would hang
+    the REPL's event loop (there is no timeout on jsonschema's retrieval)."""
+    answer: list[Any] = []
+    thread = threading.Thread(target=lambda: answer.append(run()), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive(), "the check is still running: it fetched or recursed"
+    return answer[0]
+
+
+def test_a_servers_form_schema_never_makes_keen_fetch_or_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The requested schema is the server's: a $ref to a local file put its content into
+    # the message shown ("a: 'form-file-content-...' was expected"), and a $ref to a URL was
+    # fetched from the REPL's event loop, with no timeout. Now neither is followed; the
+    # server checks what it gets.
+    local = tmp_path / "defs.json"
+    local.write_text(json.dumps({"$defs": {"x": {"const": FORM_SECRET}}}))
+    caplog.set_level(logging.WARNING)
+    with counting_listener() as listener:
+        by_file = {
+            "type": "object",
+            "properties": {"a": {"type": "string", "$ref": f"{local.as_uri()}#/$defs/x"}},
+        }
+        by_url = {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "allOf": [{"$ref": listener.url("/form.json")}],
+        }
+        (field,) = form_fields(by_file)
+        assert _in_time(lambda: field.parse("hello")) == "hello"
+        assert _in_time(lambda: check_content(by_file, {"a": "hello"})) is None
+        assert _in_time(lambda: check_content(by_url, {"a": "hello"})) is None
+    assert listener.connections == 0
+    assert FORM_SECRET not in caplog.text
+    assert "the server will check it" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "allOf": [{"$ref": "#"}]},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"$ref": "#"}]},
+    ],
+    ids=["allOf", "anyOf"],
+)
+def test_a_form_schema_that_loops_is_left_to_the_server(schema: dict[str, Any]) -> None:
+    # A RecursionError got out of check_content (and out of the REPL's question).
+    (field,) = form_fields(schema)
+    assert field.parse("x") == "x"
+    assert _in_time(lambda: check_content(schema, {"a": "x"})) is None
+
+
+def test_a_form_pattern_that_backtracks_is_bounded() -> None:
+    # re holds the GIL for as long as "^(a|a)+$" backtracks on "aaaa…!"; the check has the
+    # tool schemas' time budget instead, and the answer goes to the server unchecked.
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|a)+$"}}}
+    (field,) = form_fields(schema)
+    text = "a" * 40 + "!"
+    assert _in_time(lambda: field.parse(text)) == text
+    assert _in_time(lambda: check_content(schema, {"a": text})) is None
+    assert check_content(schema, {"a": "aaa"}) is None
+    assert check_content(schema, {"a": "b"}) == "a: 'b' does not match '^(a|a)+$'"

@@ -16,18 +16,27 @@ turns the schema into :class:`Field` objects a front end asks one by one: each g
 text to pre-fill (the default) and parses what the person typed back into a JSON value,
 with a message saying what to type when it does not fit. The REPL (``keen.agent.repl``)
 draws the questions; this module only knows schemas and text, so it is tested alone.
+
+The schema is the server's, so it is checked as a tool's inputSchema is
+(:func:`keen.mcp.listing.validation.checked_errors`): a ``$ref`` outside it is never fetched
+or read, a ``$ref`` loop is not run into, and a check has a time budget. What cannot be checked
+here is left to the server, which validates the answer it gets.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jsonschema
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import FormatChecker
+
+from keen.mcp.listing.validation import SchemaNotChecked, checked_errors
 
 __all__ = ["MISSING", "Field", "FormError", "Option", "check_content", "form_fields"]
+
+logger = logging.getLogger(__name__)
 
 FieldKind = Literal["string", "number", "integer", "boolean", "choice", "choices"]
 _TRUE = frozenset({"y", "yes", "true", "1", "on"})
@@ -128,11 +137,15 @@ class Field:
                 raise ValueError(f"{self.title} is required")
             return MISSING
         value = self._convert(text)
-        errors = sorted(
-            Draft202012Validator(self.schema, format_checker=FormatChecker()).iter_errors(value), key=str
-        )
+        try:
+            errors = checked_errors(self.schema, value, format_checker=FormatChecker())
+        except SchemaNotChecked as exc:
+            logger.warning(
+                "the form's field %r is not checked here (%s); the server will check it", self.name, exc
+            )
+            return value
         if errors:
-            raise ValueError(f"{self.title}: {errors[0].message}")
+            raise ValueError(f"{self.title}: {min(errors, key=str).message}")
         return value
 
     def _convert(self, text: str) -> Any:
@@ -256,11 +269,10 @@ def form_fields(requested_schema: dict[str, Any]) -> list[Field]:
 def check_content(requested_schema: dict[str, Any], content: dict[str, Any]) -> str | None:
     """Why ``content`` does not match ``requested_schema`` (JSON Schema 2020-12), or None when it does."""
     try:
-        errors = list(
-            Draft202012Validator(requested_schema, format_checker=FormatChecker()).iter_errors(content)
-        )
-    except jsonschema.SchemaError as exc:
-        return f"the server's schema is invalid: {exc.message}"
+        errors = checked_errors(requested_schema, content, format_checker=FormatChecker())
+    except SchemaNotChecked as exc:
+        logger.warning("the form's answer is not checked here (%s); the server will check it", exc)
+        return None
     if not errors:
         return None
     first = min(errors, key=lambda e: list(e.path))

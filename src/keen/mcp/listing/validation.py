@@ -48,7 +48,7 @@ from jsonschema import (
     Draft202012Validator,
     validators,
 )
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
@@ -65,7 +65,15 @@ from keen.mcp.listing._keywords import (
 )
 from keen.mcp.types import Tool
 
-__all__ = ["ArgumentValidator", "StructuredContentValidator", "plain_check", "recursion_panic", "ref_cycle"]
+__all__ = [
+    "ArgumentValidator",
+    "SchemaNotChecked",
+    "StructuredContentValidator",
+    "checked_errors",
+    "plain_check",
+    "recursion_panic",
+    "ref_cycle",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -362,6 +370,58 @@ class ArgumentValidator:
         )
         if shallow:
             self._cache[tool.name] = None  # the schema itself: the next call would recurse too
+
+
+class SchemaNotChecked(Exception):
+    """A schema :func:`checked_errors` cannot check an instance against: invalid, with a
+    reference outside itself or a ``$ref`` loop, or past the time budget. ``reason`` says
+    which, in words for a log line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def checked_errors(schema: Any, instance: Any, *, format_checker: Any = None) -> list[ValidationError]:
+    """The errors of ``instance`` against a schema a server sent, checked as tool schemas are.
+
+    For a server's schema outside tools/list, such as an ``elicitation/create`` request's
+    ``requestedSchema`` (MCP 2025-11-25 "Elicitation"): no reference outside the schema is
+    fetched or read (see this module's docstring), a ``$ref`` loop is found before it is run
+    (:func:`ref_cycle`), and the check has :data:`VALIDATION_BUDGET` seconds.
+
+    Args:
+        schema: the schema as sent (Draft 2020-12 unless its ``$schema`` names another).
+        instance: the value to check.
+        format_checker: a :class:`jsonschema.FormatChecker` to assert ``format`` with.
+
+    Returns:
+        The errors, sorted by where they are in the instance; empty when it matches.
+
+    Raises:
+        SchemaNotChecked: the schema cannot be checked here; the reason says why.
+    """
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaNotChecked(f"the schema is invalid ({shorten(exc.message, 200)})") from None
+    if ref_cycle(schema):
+        raise SchemaNotChecked("a $ref cycle in the schema never reaches a type")
+    if uses_unbounded_search(schema):
+        raise SchemaNotChecked("the schema combines unevaluatedProperties and patternProperties")
+    validator = safe_validator_class(cls)(schema, registry=_NO_RETRIEVAL, format_checker=format_checker)
+    try:
+        with bounded():
+            return sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    except ValidationTooSlow:
+        raise SchemaNotChecked(f"checking against the schema took over {VALIDATION_BUDGET:g} s") from None
+    except (Unresolvable, ValueError, regex.error) as exc:
+        raise SchemaNotChecked(f"the schema cannot be used ({shorten(str(exc), 200)})") from None
+    except BaseException as exc:
+        if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+            raise
+        raise SchemaNotChecked("the value nests too deeply to check against the schema") from None
 
 
 class StructuredContentValidator:
