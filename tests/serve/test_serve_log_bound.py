@@ -10,6 +10,7 @@ the test's, so what passes does not depend on the machine's speed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -27,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
 from helpers.forkserver import script_args
+from helpers.loopback import redis_server
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
@@ -41,7 +43,7 @@ from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import KeenServer, LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
 from keen.serve.rounds import RoundsChannel, _Call  # pyright: ignore[reportPrivateUsage]
-from keen.serve.store import MemoryStore
+from keen.serve.store import MemoryStore, RedisStore
 
 pytestmark = [
     pytest.mark.anyio,
@@ -278,6 +280,91 @@ async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home
         assert await levels(b.url, session, "b") == ["warning", "error"]
         assert (await http.delete(b.url, headers=session)).status_code == 200
         assert await store.get_session(sid, 60) is None  # the level went with the session
+
+
+class HeldWrite:
+    """Holds the next write of a session's data (armed by the test) until the test says go:
+    the point between ``logging/setLevel``'s read of its session and its write."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.reached = anyio.Event()
+        self.go = anyio.Event()
+
+    async def __call__(self) -> None:
+        if self.armed:
+            self.armed = False
+            self.reached.set()
+            await self.go.wait()
+
+
+def _held(base: type[Any], hold: HeldWrite) -> type[Any]:
+    """``base`` (a store class) whose session writes after ``initialize`` wait on ``hold``."""
+
+    class Held(base):
+        async def create_session(self, *args: Any, **kwargs: Any) -> Any:
+            await hold()
+            return await super().create_session(*args, **kwargs)
+
+        async def update_session(self, *args: Any, **kwargs: Any) -> Any:
+            await hold()
+            return await super().update_session(*args, **kwargs)
+
+    return Held
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_set_level_racing_a_delete_does_not_bring_the_session_back(
+    home: Path, tmp_path: Path, kind: str
+) -> None:
+    # Before, logging/setLevel read the session, then wrote it whole: a DELETE between the
+    # two was undone, the session (and its place under the caller's cap) back for its ttl.
+    hold = HeldWrite()
+    with contextlib.ExitStack() as stack:
+        if kind == "memory":
+            store = _held(MemoryStore, hold)()
+        else:
+            store = _held(RedisStore, hold)(stack.enter_context(redis_server(tmp_path)))
+        async with (
+            http_in_process(home, store=store, transports=_transports(), mode="search") as served,
+            httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+        ):
+            opened = await http.post(served.url, headers=JSON_HEADERS, json=INITIALIZE)
+            sid = opened.headers["mcp-session-id"]
+            session = {**JSON_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            set_level = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "logging/setLevel",
+                "params": {"level": "error"},
+            }
+            answers: list[httpx2.Response] = []
+
+            async def set_it() -> None:
+                answers.append(await http.post(served.url, headers=session, json=set_level))
+
+            hold.armed = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(set_it)
+                await hold.reached.wait()  # setLevel read the session; its write waits
+                assert (await http.delete(served.url, headers=session)).status_code == 200
+                hold.go.set()
+            assert await store.get_session(sid, 60) is None
+            (answer,) = answers
+            error = _sse_or_json(answer)["error"]
+            assert error["code"] == mt.INVALID_REQUEST
+            assert "this session ended (deleted or expired)" in error["message"], error
+            again = await http.post(served.url, headers=session, json=set_level)
+            assert again.status_code == 404
+            await store.aclose()
+
+
+def _sse_or_json(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a POST's answer (one JSON body, or the last event of a stream)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        return events[-1]
+    return response.json()
 
 
 @pytest.mark.parametrize("size", [500, 20_000])

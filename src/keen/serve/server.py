@@ -667,7 +667,16 @@ class KeenServer:
                 code=mt.INVALID_REQUEST,
                 message="logging/setLevel needs a session; send initialize first",
             )
-        await self.store.create_session(session_id, {**data, "log_level": params.level}, self.session_ttl)
+        # Written only while the session lives: a DELETE that ended it since the read above
+        # must not be undone by writing its data back.
+        if not await self.store.update_session(
+            session_id, {**data, "log_level": params.level}, self.session_ttl
+        ):
+            raise MCPError(
+                code=mt.INVALID_REQUEST,
+                message="this session ended (deleted or expired) before logging/setLevel took effect; "
+                "send initialize for a new one",
+            )
         return mt.EmptyResult()
 
     def cancel_call(self, scope: str, request_id: object) -> bool:
