@@ -139,7 +139,7 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
             "info",
             "keen serve",
             "keen serve dropped 45 log messages of MCP server 'logs' during this call: it passes "
-            "at most 5 at once, then 1 a second, of each server",
+            "at most 5 at once, then 1 a second, of each server to each host",
         )
     ]
 
@@ -241,7 +241,7 @@ async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> 
     assert all(isinstance(n.params.data, str) and len(n.params.data) < 10_000 for n in passed)
     assert told == [
         f"keen serve dropped {200 - 1 - LOG_QUEUE} log messages of MCP server 's' during this call: "
-        "it passes at most 1,000 at once, then 20 a second, of each server"
+        "it passes at most 1,000 at once, then 20 a second, of each server to each host"
     ]
 
 
@@ -280,6 +280,69 @@ async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home
         assert await levels(b.url, session, "b") == ["warning", "error"]
         assert (await http.delete(b.url, headers=session)).status_code == 200
         assert await store.get_session(sid, 60) is None  # the level went with the session
+
+
+async def _logged(
+    http: httpx2.AsyncClient, url: str, headers: dict[str, str], call: dict[str, Any]
+) -> list[Any]:
+    """The ``notifications/message`` params a handshake-era HTTP host got during one
+    ``call_mcp_tool`` call (its POST answered on an event stream)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "call_mcp_tool", "arguments": call},
+    }
+    response = await http.post(url, headers=headers, json=body)
+    events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    assert "error" not in events[-1], events[-1]
+    return [e["params"] for e in events if e.get("method") == "notifications/message"]
+
+
+async def _session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A new handshake-era HTTP session's headers."""
+    opened = await http.post(url, headers=JSON_HEADERS, json=INITIALIZE)
+    session = {
+        **JSON_HEADERS,
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    await http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return session
+
+
+async def test_one_hosts_flood_does_not_spend_another_hosts_log_messages(home: Path) -> None:
+    # Before, the bucket was the server's, shared by every host: after host A's call made
+    # the server flood, host B's call to it got none of its log messages (all dropped).
+    bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock(), max_hosts=2)
+    flood = {"server": "logs", "tool": "flood", "arguments": {"count": 30, "size": 100}}
+    async with (
+        http_in_process(home, transports=_transports(), mode="search", log_bound=bound) as served,
+        httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+    ):
+        a, b = await _session(http, served.url), await _session(http, served.url)
+        got_a = await _logged(http, served.url, a, flood)
+        got_b = await _logged(http, served.url, b, {**flood, "arguments": {"count": 3, "size": 100}})
+        assert [m["logger"] for m in got_a] == ["logs/flood"] * 5 + ["keen serve"]
+        assert got_a[-1]["data"].startswith("keen serve dropped 25 log messages of MCP server 'logs'")
+        assert [m["logger"] for m in got_b] == ["logs/flood"] * 3  # its own share, whole
+        # A's share is spent for A: its next call is dropped whole (the clock never moved).
+        again = await _logged(http, served.url, a, {**flood, "arguments": {"count": 2, "size": 100}})
+        assert [m["data"][:27] for m in again] == ["keen serve dropped 2 log me"]
+        assert len(bound) == 2
+        # A session that ends takes its buckets with it.
+        assert (await http.delete(served.url, headers=a)).status_code == 200
+        assert len(bound) == 1
+        # At most max_hosts hosts' buckets are kept: a third host's first message pushes out
+        # the least recently logged one's.
+        c = await _session(http, served.url)
+        d = await _session(http, served.url)
+        for host in (c, d):
+            assert (
+                len(await _logged(http, served.url, host, {**flood, "arguments": {"count": 1, "size": 10}}))
+                == 1
+            )
+        assert len(bound) == 2
 
 
 class HeldWrite:
@@ -446,7 +509,7 @@ async def test_log_messages_that_reach_no_host_are_counted_and_told_when_one_is_
             "error",
             "keen serve",
             "keen serve dropped 3 log messages of MCP server 's' during this call: it passes at "
-            "most 100 at once, then 20 a second, of each server",
+            "most 100 at once, then 20 a second, of each server to each host",
         ),
         ("info", "s/l", "here"),
     ]

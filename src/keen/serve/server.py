@@ -156,8 +156,8 @@ class KeenServer:
         pins_poll: seconds between two looks at the connected servers' pin files (extension
             mode), so a change of them made elsewhere (``keen mcp trust`` in another process,
             a pins folder broken or mended) reaches the hosts as a change notice.
-        log_bound: how many log messages of each upstream server reach the hosts during
-            calls, and how much of each (:class:`keen.serve.relay.LogBound`; its defaults
+        log_bound: how many log messages of each upstream server reach each host during
+            its calls, and how much of each (:class:`keen.serve.relay.LogBound`; its defaults
             when None).
 
     Raises:
