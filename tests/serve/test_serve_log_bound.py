@@ -131,7 +131,14 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
     for level, _, data in flood:
         assert level == "info"
         assert isinstance(data, str) and len(data) <= 1_000 + 200
-        assert "[truncated: 19,000 of 20,000 characters cut" in data
+        # The note's counts are exact: the server's 20,000 characters, and the host's own
+        # (before, "19,000 of 20,000 characters cut" counted the text before the secret was
+        # blanked and the invisible character escaped).
+        head, note = data.split("\n[truncated: ")
+        assert note == (
+            f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+            "server's 20,000 (as JSON text); keen serve passes at most 1,000]"
+        )
         assert "flood-secret" not in data and "Bearer [REDACTED]" in data
         assert "\u202e" not in data and "\\u202e" in data
     assert told == [
@@ -446,7 +453,16 @@ async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(si
         assert len(head) <= 1_005 and head.startswith(("a\\U000e0041", '{"k": ["\\U000e0041'))
         assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
         assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
-        assert note.endswith("keen serve passes at most 1,005 characters of an MCP server's log message]")
+    # The note's counts are the real ones: the server's data as JSON text, and the head as the
+    # host sees it (before, the count of what was cut was taken on the text unescaped).
+    for data, shown in (("a" + "\U000e0041" * size, text), ({"k": ["\U000e0041"] * size}, structured)):
+        head, note = shown.split("\n[truncated: ")
+        total = len(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
+        longer = "" if total > 1_005 else ", more once escaped"
+        assert note == (
+            f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+            f"server's {total:,} (as JSON text{longer}); keen serve passes at most 1,005]"
+        )
 
 
 async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(
