@@ -162,7 +162,7 @@ class LogBound:
     nor keen serve's memory (each message the SDK hands over is a task of its own until it
     is passed or dropped), and one host's flooding call does not spend another host's share.
     A host is a caller scope (a handshake-era HTTP session, the stdio connection, a
-    2026-07-28 caller); its buckets go when its session ends (:meth:`forget`), and at most
+    2026-07-28 HTTP caller's principal: :meth:`keen.serve.KeenServer.caller_scope`); its buckets go when its session ends (:meth:`forget`), and at most
     ``max_hosts`` hosts' are kept (the least recently logged to go first: one that logs
     again starts with a full burst). See docs/serve.md "During a call" ("Log messages").
 
