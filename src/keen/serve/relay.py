@@ -11,7 +11,8 @@ the Server"); the host's answer goes back to the upstream. A log message
 ``io.modelcontextprotocol/logLevel`` (2026-07-28). Log messages are bounded
 (:class:`LogBound`): each one's data is cut to :data:`MAX_LOG_CHARS` characters with a note,
 and each upstream server gets a burst, then a steady rate, for each host; the host is told
-once how many were dropped, at the call's end and every :data:`DROPPED_EVERY` seconds while they are.
+once how many were dropped, at the call's end and every :data:`DROPPED_EVERY` seconds while
+they are.
 
 A 2026-07-28 host cannot be sent a request: its calls' channel is a
 :class:`keen.serve.rounds.RoundsChannel`, whose questions become the call's
@@ -162,9 +163,10 @@ class LogBound:
     nor keen serve's memory (each message the SDK hands over is a task of its own until it
     is passed or dropped), and one host's flooding call does not spend another host's share.
     A host is a caller scope (a handshake-era HTTP session, the stdio connection, a
-    2026-07-28 HTTP caller's principal: :meth:`keen.serve.KeenServer.caller_scope`); its buckets go when its session ends (:meth:`forget`), and at most
-    ``max_hosts`` hosts' are kept (the least recently logged to go first: one that logs
-    again starts with a full burst). See docs/serve.md "During a call" ("Log messages").
+    2026-07-28 HTTP caller's principal: :meth:`keen.serve.KeenServer.caller_scope`); its
+    buckets go when its session ends (:meth:`forget`), and at most ``max_hosts`` hosts' are
+    kept (the least recently logged to go first: one that logs again starts with a full
+    burst). See docs/serve.md "During a call" ("Log messages").
 
     Args:
         burst: messages of one server passed to one host at once.

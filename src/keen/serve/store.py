@@ -77,8 +77,8 @@ class Store(Protocol):
 
     async def update_session(self, session_id: str, data: dict[str, Any], ttl: float) -> bool:
         """Replace a live session's data, renewing its ``ttl``. Nothing is written, and the
-        answer is False, once the session is unknown, expired or deleted: a request read it
-        before a ``DELETE`` ended it must not bring it back."""
+        answer is False, once the session is unknown, expired or deleted: a request that read
+        it before a ``DELETE`` ended it must not bring it back."""
         ...
 
     async def delete_session(self, session_id: str) -> bool:
