@@ -336,10 +336,10 @@ async def test_one_hosts_flood_does_not_spend_another_hosts_log_messages(home: P
         # A's share is spent for A: its next call is dropped whole (the clock never moved).
         again = await _logged(http, served.url, a, {**flood, "arguments": {"count": 2, "size": 100}})
         assert [m["data"][:27] for m in again] == ["keen serve dropped 2 log me"]
-        assert len(bound) == 2
+        assert bound.buckets_kept() == 2
         # A session that ends takes its buckets with it.
         assert (await http.delete(served.url, headers=a)).status_code == 200
-        assert len(bound) == 1
+        assert bound.buckets_kept() == 1
         # At most max_hosts hosts' buckets are kept: a third host's first message pushes out
         # the least recently logged one's.
         c = await _session(http, served.url)
@@ -349,7 +349,26 @@ async def test_one_hosts_flood_does_not_spend_another_hosts_log_messages(home: P
                 len(await _logged(http, served.url, host, {**flood, "arguments": {"count": 1, "size": 10}}))
                 == 1
             )
-        assert len(bound) == 2
+        assert bound.buckets_kept() == 2
+
+
+def test_a_full_bound_drops_the_least_recently_logged_hosts_buckets() -> None:
+    # Which host's buckets go when the map is full: before this test, removing the bucket
+    # just made (popitem(last=True): no bound at all) or never moving a host that logs to
+    # the end (move_to_end) still passed every test.
+    bound = LogBound(burst=1, per_second=1.0, clock=Clock(), max_hosts=2)
+    assert bound  # an empty bound is not falsy: `bound or LogBound()` keeps it
+    assert bound.take("a", "s") and bound.take("b", "s")
+    assert not bound.take("a", "s")  # a's one is spent; a is now the most recently logged
+    assert bound.take("c", "s")  # the map was full: b's bucket went, not a's
+    assert bound.buckets_kept() == 2
+    assert not bound.take("a", "s")  # a kept, still spent (the clock never moved)
+    assert bound.take("b", "s")  # b starts full again (and pushes out c, now the oldest)
+    # A new host on a full map is bound as any other: its bucket is kept, not the one pushed out.
+    assert bound.take("d", "s")
+    assert not bound.take("d", "s")
+    assert not bound.take("d", "s")
+    assert bound.buckets_kept() == 2
 
 
 class HeldWrite:

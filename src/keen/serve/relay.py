@@ -202,8 +202,9 @@ class LogBound:
         """Host -> server -> (tokens, when they were counted); the least recently logged host
         first. A host's servers are the configured ones, so each host holds a bounded few."""
 
-    def __len__(self) -> int:
-        """Buckets kept (one per host and server logged to): for tests and stats."""
+    def buckets_kept(self) -> int:
+        """Buckets kept (one per host and server logged to), for tests and stats. A method, not
+        ``__len__``: an empty bound must not be falsy (``bound or LogBound()`` would replace it)."""
         return sum(len(servers) for servers in self._buckets.values())
 
     def take(self, host: str, server: str) -> bool:
