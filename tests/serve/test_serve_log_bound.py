@@ -137,7 +137,7 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
         head, note = data.split("\n[truncated: ")
         assert note == (
             f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
-            "server's 20,000 (as JSON text); keen serve passes at most 1,000]"
+            "server's string of 20,000 characters; keen serve passes at most 1,000]"
         )
         assert "flood-secret" not in data and "Bearer [REDACTED]" in data
         assert "\u202e" not in data and "\\u202e" in data
@@ -456,8 +456,18 @@ def _sse_or_json(response: httpx2.Response) -> dict[str, Any]:
     return response.json()
 
 
-@pytest.mark.parametrize("size", [500, 20_000])
-async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(size: int) -> None:
+@pytest.mark.parametrize(
+    ("size", "string", "structured"),
+    # The server's lengths, written out: "a" and `size` tags; {"k": [...]} as JSON text, 7
+    # characters before the list, 3 a tag, 2 between two, 2 after.
+    [
+        (500, "string of 501 characters (more once escaped)", "data, 2,507 characters as JSON text"),
+        (20_000, "string of 20,001 characters", "data, 100,007 characters as JSON text"),
+    ],
+)
+async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(
+    size: int, string: str, structured: str
+) -> None:
     # A Unicode tag is shown as a 10-character escape: before, the cut counted the message
     # unescaped, so 8,000 tags reached the host as 80,000 characters, and 500 uncut as 5,000.
     logs = Logs()
@@ -466,22 +476,41 @@ async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(si
     )
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data="a" + "\U000e0041" * size))
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"k": ["\U000e0041"] * size}))
-    (_, _, text), (_, _, structured) = logs.got
-    for shown in (text, structured):
+    got = [data for _, _, data in logs.got]
+    for shown, whole in zip(got, (string, structured), strict=True):
         head, note = shown.split("\n[truncated: ")
         assert len(head) <= 1_005 and head.startswith(("a\\U000e0041", '{"k": ["\\U000e0041'))
         assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
         assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
-    # The note's counts are the real ones: the server's data as JSON text, and the head as the
-    # host sees it (before, the count of what was cut was taken on the text unescaped).
-    for data, shown in (("a" + "\U000e0041" * size, text), ({"k": ["\U000e0041"] * size}, structured)):
-        head, note = shown.split("\n[truncated: ")
-        total = len(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
-        longer = "" if total > 1_005 else ", more once escaped"
+        # The note's counts are the real ones: the head as the host sees it, and the server's
+        # data (before, the count of what was cut was taken on the text unescaped).
         assert note == (
             f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
-            f"server's {total:,} (as JSON text{longer}); keen serve passes at most 1,005]"
+            f"server's {whole}; keen serve passes at most 1,005]"
         )
+
+
+async def test_the_notes_length_of_a_string_is_its_characters_and_of_other_data_its_json_text() -> None:
+    # Before, a string's length was named "as JSON text" but counted on the string itself:
+    # for '"quoted"\n' * 200 the note said 1,800, where its JSON text is 2,402 characters.
+    logs = Logs()
+    peer = HostPeer(
+        "h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(max_chars=1_000, clock=Clock())
+    )
+    text = 'é"\\\n' * 300  # 4 characters a time (as JSON text, 7: é \" \\ \n)
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data=text))
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"m": text}))
+    (_, _, string), (_, _, structured) = logs.got
+    assert string == text[:1_000] + (
+        "\n[truncated: 1,000 characters shown (secrets blanked, invisible ones escaped) of the "
+        "server's string of 1,200 characters; keen serve passes at most 1,000]"
+    )
+    head, note = structured.split("\n[truncated: ")
+    assert head.startswith('{"m": "é\\"\\\\\\n') and len(head) <= 1_000
+    assert note == (
+        f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+        "server's data, 2,109 characters as JSON text; keen serve passes at most 1,000]"
+    )
 
 
 async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(

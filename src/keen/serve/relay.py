@@ -93,8 +93,9 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
     "emergency",
 )
 MAX_LOG_CHARS = 8_000
-"""Characters of one upstream log message's data (as JSON text) keen serve passes to a host;
-a longer one is cut, with a note giving its length and how much of it is shown."""
+"""Characters of one upstream log message's data keen serve passes to a host, escapes included
+(a string's own characters; other data's as JSON text); a longer one is cut, with a note
+giving its length and how much of it is shown."""
 LOG_BURST = 100
 """Log messages of one upstream server keen serve passes to one host at once, before
 :data:`LOG_PER_SECOND`."""
@@ -239,9 +240,11 @@ class LogBound:
 def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     """An upstream log message's ``data`` as keen serve passes it on: what Keen knows of
     secrets blanked, invisible and control characters written as escapes
-    (:func:`keen._terminal.terminal_text`), and, when that escaped JSON text is longer than
-    ``limit`` characters, cut to ``limit``, with a note (a string, then) giving the length of
-    the server's data as JSON text and how many characters of its start are shown."""
+    (:func:`keen._terminal.terminal_text`), and, when it is longer than ``limit`` characters
+    so escaped (a string's own characters; other data's as JSON text), cut to ``limit``, with
+    a note (a string, then) giving how many characters of its start are shown and the length
+    of the server's data in the same unit: a string's characters (a quote or a newline is
+    one, as the host gets it), or other data's JSON text."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
     if len(text) <= limit:  # escapes only lengthen it: a longer one is cut below
         try:
@@ -262,10 +265,15 @@ def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     # server's text and what the host sees differ in length (blanked secrets, escapes), and
     # how long the rest would be as the host sees it is known only by redacting all of it,
     # which is the cost the cut saves (a quarter of a second a megabyte, per message passed).
-    longer = "" if len(text) > limit else ", more once escaped"
+    longer = "" if len(text) > limit else " (more once escaped)"
+    whole = (
+        f"string of {len(text):,} characters{longer}"
+        if isinstance(data, str)
+        else f"data, {len(text):,} characters as JSON text{longer}"
+    )
     note = (
         f"\n[truncated: {len(head):,} characters shown (secrets blanked, invisible ones escaped) of "
-        f"the server's {len(text):,} (as JSON text{longer}); keen serve passes at most {limit:,}]"
+        f"the server's {whole}; keen serve passes at most {limit:,}]"
     )
     return head + note
 
