@@ -24,6 +24,7 @@ import httpx2
 import mcp_types as mt
 import pytest
 from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
@@ -32,6 +33,7 @@ from helpers.loopback import redis_server
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
+    MODERN,
     basic_in_memory,
     http_in_process,
     in_process,
@@ -350,6 +352,39 @@ async def test_one_hosts_flood_does_not_spend_another_hosts_log_messages(home: P
                 == 1
             )
         assert bound.buckets_kept() == 2
+
+
+async def test_two_2026_07_28_callers_without_a_token_each_get_their_own_log_share(home: Path) -> None:
+    # A 2026-07-28 caller over HTTP has no session: before, with no token configured, every
+    # one of them was the one host "principal:anonymous" and shared one bucket a server, so
+    # after A's call made the server flood, B's call got none of its log messages. Each is
+    # now its principal, its address: A calls from 127.0.0.1, B from 127.0.0.2 (loopback).
+    bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock())
+    got: dict[str, Logs] = {}
+    async with http_in_process(home, transports=_transports(), mode="search", log_bound=bound) as served:
+        for address, count in (("127.0.0.1", 30), ("127.0.0.2", 3), ("127.0.0.1", 2)):
+            logs = got.setdefault(address, Logs())
+            transport = httpx2.AsyncHTTPTransport(local_address=address, verify=tls())
+            async with (
+                httpx2.AsyncClient(transport=transport, timeout=60, verify=tls()) as http,
+                Client(
+                    streamable_http_client(served.url, http_client=http),
+                    mode="auto",
+                    cache=None,
+                    log_level="info",
+                    message_handler=logs.on_message,
+                ) as client,
+            ):
+                assert client.protocol_version == MODERN
+                assert await _flood(client, count, 100) == f"sent {count}"
+    a, b = got["127.0.0.1"].got, got["127.0.0.2"].got
+    assert [logger for _, logger, _ in b] == ["logs/flood"] * 3  # its own share, whole
+    # A's share is spent for A, across its two connections: 5 of its first call's 30 passed,
+    # and none of its second call's (the clock never moved).
+    assert [logger for _, logger, _ in a] == ["logs/flood"] * 5 + ["keen serve"] * 2
+    assert a[5][2].startswith("keen serve dropped 25 log messages of MCP server 'logs'")
+    assert a[6][2].startswith("keen serve dropped 2 log messages of MCP server 'logs'")
+    assert bound.buckets_kept() == 2
 
 
 def test_a_full_bound_drops_the_least_recently_logged_hosts_buckets() -> None:

@@ -163,9 +163,10 @@ class LogBound:
     ``per_second``), shared by the host's calls, so a server that floods cannot flood a host,
     nor keen serve's memory (each message the SDK hands over is a task of its own until it
     is passed or dropped), and one host's flooding call does not spend another host's share.
-    A host is a caller scope (a handshake-era HTTP session, the stdio connection, a
-    2026-07-28 HTTP caller's principal: :meth:`keen.serve.KeenServer.caller_scope`); its
-    buckets go when its session ends (:meth:`forget`), and at most ``max_hosts`` hosts' are
+    A host is a handshake-era HTTP session, the stdio connection, or a 2026-07-28 HTTP
+    caller's principal (its bearer token, or its address when no token is configured:
+    :data:`keen.serve.server.PRINCIPAL_KEY`); its buckets go when its session ends
+    (:meth:`forget`), and at most ``max_hosts`` hosts' are
     kept (the least recently logged to go first: one that logs again starts with a full
     burst). See docs/serve.md "During a call" ("Log messages").
 
@@ -495,7 +496,10 @@ class HostPeer:
     (:class:`keen.mcp.connection.relay.CallPeer`).
 
     Args:
-        host: the caller's scope (calls of one host share it).
+        host: who the host is (calls of one host share it): its caller scope, or, for a
+            2026-07-28 caller over HTTP (no session), its principal
+            (:data:`keen.serve.server.PRINCIPAL_KEY`: its token, or its address when no
+            token is configured).
         channel: how to reach the host during the call; None when there is none.
         capabilities: what the host declared (:func:`host_capabilities`).
         levels: the log levels the host gets (:func:`log_levels`).

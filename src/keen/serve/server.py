@@ -639,8 +639,13 @@ class KeenServer:
         def audit(server: str, method: str, outcome: str, code: str | None) -> None:
             self._audit("upstream.request", scope, server, method, outcome, code)
 
+        # Who the host is, for the log bound and for whose call an upstream's message is: a
+        # 2026-07-28 caller over HTTP has no session, and its scope is one for every caller
+        # when no token is configured ("principal:anonymous"); its principal is its address
+        # then, its token's id else (PRINCIPAL_KEY), which separates callers best.
+        host = self.caller_principal(ctx) if modern and request is not None else scope
         return HostPeer(
-            scope,
+            host,
             channel,
             capabilities=declared,
             levels=log_levels(ctx.protocol_version, ctx.meta, set_level),
