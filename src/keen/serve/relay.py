@@ -228,7 +228,13 @@ class LogBound:
         return True
 
     def forget(self, host: str) -> None:
-        """``host``'s session ended: its buckets go (a host that comes back starts full)."""
+        """``host``'s session ended: its buckets go (a host that comes back starts full).
+
+        A call of that session still running (a ``DELETE`` does not end it) makes a bucket
+        again, full, with its next log message: it is kept as any other host's, until it is
+        the least recently logged of ``max_hosts``. Not refused: the call's host still reads
+        its stream, and a host that wants a full burst again can as well open a new session.
+        """
         self._buckets.pop(host, None)
 
     def words(self) -> str:
