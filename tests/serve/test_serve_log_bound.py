@@ -10,6 +10,7 @@ the test's, so what passes does not depend on the machine's speed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -23,13 +24,16 @@ import httpx2
 import mcp_types as mt
 import pytest
 from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
 from helpers.forkserver import script_args
+from helpers.loopback import redis_server
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
+    MODERN,
     basic_in_memory,
     http_in_process,
     in_process,
@@ -41,7 +45,7 @@ from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import KeenServer, LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
 from keen.serve.rounds import RoundsChannel, _Call  # pyright: ignore[reportPrivateUsage]
-from keen.serve.store import MemoryStore
+from keen.serve.store import MemoryStore, RedisStore
 
 pytestmark = [
     pytest.mark.anyio,
@@ -129,7 +133,14 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
     for level, _, data in flood:
         assert level == "info"
         assert isinstance(data, str) and len(data) <= 1_000 + 200
-        assert "[truncated: 19,000 of 20,000 characters cut" in data
+        # The note's counts are exact: the server's 20,000 characters, and the host's own
+        # (before, "19,000 of 20,000 characters cut" counted the text before the secret was
+        # blanked and the invisible character escaped).
+        head, note = data.split("\n[truncated: ")
+        assert note == (
+            f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+            "server's string of 20,000 characters; keen serve passes at most 1,000]"
+        )
         assert "flood-secret" not in data and "Bearer [REDACTED]" in data
         assert "\u202e" not in data and "\\u202e" in data
     assert told == [
@@ -137,7 +148,7 @@ async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> N
             "info",
             "keen serve",
             "keen serve dropped 45 log messages of MCP server 'logs' during this call: it passes "
-            "at most 5 at once, then 1 a second, of each server",
+            "at most 5 at once, then 1 a second, of each server to each host",
         )
     ]
 
@@ -239,7 +250,7 @@ async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> 
     assert all(isinstance(n.params.data, str) and len(n.params.data) < 10_000 for n in passed)
     assert told == [
         f"keen serve dropped {200 - 1 - LOG_QUEUE} log messages of MCP server 's' during this call: "
-        "it passes at most 1,000 at once, then 20 a second, of each server"
+        "it passes at most 1,000 at once, then 20 a second, of each server to each host"
     ]
 
 
@@ -280,8 +291,218 @@ async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home
         assert await store.get_session(sid, 60) is None  # the level went with the session
 
 
-@pytest.mark.parametrize("size", [500, 20_000])
-async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(size: int) -> None:
+async def _logged(
+    http: httpx2.AsyncClient, url: str, headers: dict[str, str], call: dict[str, Any]
+) -> list[Any]:
+    """The ``notifications/message`` params a handshake-era HTTP host got during one
+    ``call_mcp_tool`` call (its POST answered on an event stream)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "call_mcp_tool", "arguments": call},
+    }
+    response = await http.post(url, headers=headers, json=body)
+    events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    assert "error" not in events[-1], events[-1]
+    return [e["params"] for e in events if e.get("method") == "notifications/message"]
+
+
+async def _session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A new handshake-era HTTP session's headers."""
+    opened = await http.post(url, headers=JSON_HEADERS, json=INITIALIZE)
+    session = {
+        **JSON_HEADERS,
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    await http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return session
+
+
+async def test_one_hosts_flood_does_not_spend_another_hosts_log_messages(home: Path) -> None:
+    # Before, the bucket was the server's, shared by every host: after host A's call made
+    # the server flood, host B's call to it got none of its log messages (all dropped).
+    bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock(), max_hosts=2)
+    flood = {"server": "logs", "tool": "flood", "arguments": {"count": 30, "size": 100}}
+    async with (
+        http_in_process(home, transports=_transports(), mode="search", log_bound=bound) as served,
+        httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+    ):
+        a, b = await _session(http, served.url), await _session(http, served.url)
+        got_a = await _logged(http, served.url, a, flood)
+        got_b = await _logged(http, served.url, b, {**flood, "arguments": {"count": 3, "size": 100}})
+        assert [m["logger"] for m in got_a] == ["logs/flood"] * 5 + ["keen serve"]
+        assert got_a[-1]["data"].startswith("keen serve dropped 25 log messages of MCP server 'logs'")
+        assert [m["logger"] for m in got_b] == ["logs/flood"] * 3  # its own share, whole
+        # A's share is spent for A: its next call is dropped whole (the clock never moved).
+        again = await _logged(http, served.url, a, {**flood, "arguments": {"count": 2, "size": 100}})
+        assert [m["data"][:27] for m in again] == ["keen serve dropped 2 log me"]
+        assert bound.buckets_kept() == 2
+        # A session that ends takes its buckets with it.
+        assert (await http.delete(served.url, headers=a)).status_code == 200
+        assert bound.buckets_kept() == 1
+        # At most max_hosts hosts' buckets are kept: a third host's first message pushes out
+        # the least recently logged one's.
+        c = await _session(http, served.url)
+        d = await _session(http, served.url)
+        for host in (c, d):
+            assert (
+                len(await _logged(http, served.url, host, {**flood, "arguments": {"count": 1, "size": 10}}))
+                == 1
+            )
+        assert bound.buckets_kept() == 2
+
+
+async def test_two_2026_07_28_callers_without_a_token_each_get_their_own_log_share(home: Path) -> None:
+    # A 2026-07-28 caller over HTTP has no session: before, with no token configured, every
+    # one of them was the one host "principal:anonymous" and shared one bucket a server, so
+    # after A's call made the server flood, B's call got none of its log messages. Each is
+    # now its principal, its address: A calls from 127.0.0.1, B from 127.0.0.2 (loopback).
+    bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock())
+    got: dict[str, Logs] = {}
+    async with http_in_process(home, transports=_transports(), mode="search", log_bound=bound) as served:
+        for address, count in (("127.0.0.1", 30), ("127.0.0.2", 3), ("127.0.0.1", 2)):
+            logs = got.setdefault(address, Logs())
+            transport = httpx2.AsyncHTTPTransport(local_address=address, verify=tls())
+            async with (
+                httpx2.AsyncClient(transport=transport, timeout=60, verify=tls()) as http,
+                Client(
+                    streamable_http_client(served.url, http_client=http),
+                    mode="auto",
+                    cache=None,
+                    log_level="info",
+                    message_handler=logs.on_message,
+                ) as client,
+            ):
+                assert client.protocol_version == MODERN
+                assert await _flood(client, count, 100) == f"sent {count}"
+    a, b = got["127.0.0.1"].got, got["127.0.0.2"].got
+    assert [logger for _, logger, _ in b] == ["logs/flood"] * 3  # its own share, whole
+    # A's share is spent for A, across its two connections: 5 of its first call's 30 passed,
+    # and none of its second call's (the clock never moved).
+    assert [logger for _, logger, _ in a] == ["logs/flood"] * 5 + ["keen serve"] * 2
+    assert a[5][2].startswith("keen serve dropped 25 log messages of MCP server 'logs'")
+    assert a[6][2].startswith("keen serve dropped 2 log messages of MCP server 'logs'")
+    assert bound.buckets_kept() == 2
+
+
+def test_a_full_bound_drops_the_least_recently_logged_hosts_buckets() -> None:
+    # Which host's buckets go when the map is full: before this test, removing the bucket
+    # just made (popitem(last=True): no bound at all) or never moving a host that logs to
+    # the end (move_to_end) still passed every test.
+    bound = LogBound(burst=1, per_second=1.0, clock=Clock(), max_hosts=2)
+    assert bound  # an empty bound is not falsy: `bound or LogBound()` keeps it
+    assert bound.take("a", "s") and bound.take("b", "s")
+    assert not bound.take("a", "s")  # a's one is spent; a is now the most recently logged
+    assert bound.take("c", "s")  # the map was full: b's bucket went, not a's
+    assert bound.buckets_kept() == 2
+    assert not bound.take("a", "s")  # a kept, still spent (the clock never moved)
+    assert bound.take("b", "s")  # b starts full again (and pushes out c, now the oldest)
+    # A new host on a full map is bound as any other: its bucket is kept, not the one pushed out.
+    assert bound.take("d", "s")
+    assert not bound.take("d", "s")
+    assert not bound.take("d", "s")
+    assert bound.buckets_kept() == 2
+
+
+class HeldWrite:
+    """Holds the next write of a session's data (armed by the test) until the test says go:
+    the point between ``logging/setLevel``'s read of its session and its write."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.reached = anyio.Event()
+        self.go = anyio.Event()
+
+    async def __call__(self) -> None:
+        if self.armed:
+            self.armed = False
+            self.reached.set()
+            await self.go.wait()
+
+
+def _held(base: type[Any], hold: HeldWrite) -> type[Any]:
+    """``base`` (a store class) whose session writes after ``initialize`` wait on ``hold``."""
+
+    class Held(base):
+        async def create_session(self, *args: Any, **kwargs: Any) -> Any:
+            await hold()
+            return await super().create_session(*args, **kwargs)
+
+        async def update_session(self, *args: Any, **kwargs: Any) -> Any:
+            await hold()
+            return await super().update_session(*args, **kwargs)
+
+    return Held
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_set_level_racing_a_delete_does_not_bring_the_session_back(
+    home: Path, tmp_path: Path, kind: str
+) -> None:
+    # Before, logging/setLevel read the session, then wrote it whole: a DELETE between the
+    # two was undone, the session (and its place under the caller's cap) back for its ttl.
+    hold = HeldWrite()
+    with contextlib.ExitStack() as stack:
+        if kind == "memory":
+            store = _held(MemoryStore, hold)()
+        else:
+            store = _held(RedisStore, hold)(stack.enter_context(redis_server(tmp_path)))
+        async with (
+            http_in_process(home, store=store, transports=_transports(), mode="search") as served,
+            httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+        ):
+            opened = await http.post(served.url, headers=JSON_HEADERS, json=INITIALIZE)
+            sid = opened.headers["mcp-session-id"]
+            session = {**JSON_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            set_level = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "logging/setLevel",
+                "params": {"level": "error"},
+            }
+            answers: list[httpx2.Response] = []
+
+            async def set_it() -> None:
+                answers.append(await http.post(served.url, headers=session, json=set_level))
+
+            hold.armed = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(set_it)
+                await hold.reached.wait()  # setLevel read the session; its write waits
+                assert (await http.delete(served.url, headers=session)).status_code == 200
+                hold.go.set()
+            assert await store.get_session(sid, 60) is None
+            (answer,) = answers
+            error = _sse_or_json(answer)["error"]
+            assert error["code"] == mt.INVALID_REQUEST
+            assert "this session ended (deleted or expired)" in error["message"], error
+            again = await http.post(served.url, headers=session, json=set_level)
+            assert again.status_code == 404
+            await store.aclose()
+
+
+def _sse_or_json(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a POST's answer (one JSON body, or the last event of a stream)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        return events[-1]
+    return response.json()
+
+
+@pytest.mark.parametrize(
+    ("size", "string", "structured"),
+    # The server's lengths, written out: "a" and `size` tags; {"k": [...]} as JSON text, 7
+    # characters before the list, 3 a tag, 2 between two, 2 after.
+    [
+        (500, "string of 501 characters (more once escaped)", "data, 2,507 characters as JSON text"),
+        (20_000, "string of 20,001 characters", "data, 100,007 characters as JSON text"),
+    ],
+)
+async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(
+    size: int, string: str, structured: str
+) -> None:
     # A Unicode tag is shown as a 10-character escape: before, the cut counted the message
     # unescaped, so 8,000 tags reached the host as 80,000 characters, and 500 uncut as 5,000.
     logs = Logs()
@@ -290,13 +511,41 @@ async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(si
     )
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data="a" + "\U000e0041" * size))
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"k": ["\U000e0041"] * size}))
-    (_, _, text), (_, _, structured) = logs.got
-    for shown in (text, structured):
+    got = [data for _, _, data in logs.got]
+    for shown, whole in zip(got, (string, structured), strict=True):
         head, note = shown.split("\n[truncated: ")
         assert len(head) <= 1_005 and head.startswith(("a\\U000e0041", '{"k": ["\\U000e0041'))
         assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
         assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
-        assert note.endswith("keen serve passes at most 1,005 characters of an MCP server's log message]")
+        # The note's counts are the real ones: the head as the host sees it, and the server's
+        # data (before, the count of what was cut was taken on the text unescaped).
+        assert note == (
+            f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+            f"server's {whole}; keen serve passes at most 1,005]"
+        )
+
+
+async def test_the_notes_length_of_a_string_is_its_characters_and_of_other_data_its_json_text() -> None:
+    # Before, a string's length was named "as JSON text" but counted on the string itself:
+    # for '"quoted"\n' * 200 the note said 1,800, where its JSON text is 2,402 characters.
+    logs = Logs()
+    peer = HostPeer(
+        "h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(max_chars=1_000, clock=Clock())
+    )
+    text = 'é"\\\n' * 300  # 4 characters a time (as JSON text, 7: é \" \\ \n)
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data=text))
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"m": text}))
+    (_, _, string), (_, _, structured) = logs.got
+    assert string == text[:1_000] + (
+        "\n[truncated: 1,000 characters shown (secrets blanked, invisible ones escaped) of the "
+        "server's string of 1,200 characters; keen serve passes at most 1,000]"
+    )
+    head, note = structured.split("\n[truncated: ")
+    assert head.startswith('{"m": "é\\"\\\\\\n') and len(head) <= 1_000
+    assert note == (
+        f"{len(head):,} characters shown (secrets blanked, invisible ones escaped) of the "
+        "server's data, 2,109 characters as JSON text; keen serve passes at most 1,000]"
+    )
 
 
 async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(
@@ -359,7 +608,7 @@ async def test_log_messages_that_reach_no_host_are_counted_and_told_when_one_is_
             "error",
             "keen serve",
             "keen serve dropped 3 log messages of MCP server 's' during this call: it passes at "
-            "most 100 at once, then 20 a second, of each server",
+            "most 100 at once, then 20 a second, of each server to each host",
         ),
         ("info", "s/l", "here"),
     ]

@@ -245,3 +245,24 @@ async def test_redis_store_caps_open_sessions_per_owner(tmp_path: Path) -> None:
         finally:
             await raw.aclose()
             await store.aclose()
+
+
+async def test_update_session_writes_only_while_the_session_lives(tmp_path: Path) -> None:
+    # logging/setLevel writes a session's data back: once a DELETE or the expiry ended the
+    # session, that write must not bring it back (in Redis, SET ... XX).
+    clock = StoreClock()
+    memory = MemoryStore(clock=clock)
+    with redis_server(tmp_path) as url:
+        redis = RedisStore(url)
+        for store in (memory, redis):
+            await store.create_session("s", {"principal": "p"}, 60)
+            assert await store.update_session("s", {"principal": "p", "log_level": "error"}, 60)
+            assert await store.get_session("s", 60) == {"principal": "p", "log_level": "error"}
+            assert await store.delete_session("s")
+            assert not await store.update_session("s", {"principal": "p"}, 60)
+            assert await store.get_session("s", 60) is None
+        await memory.create_session("old", {}, 1)
+        clock.now += 2
+        assert not await memory.update_session("old", {"log_level": "error"}, 60)
+        assert await memory.get_session("old", 60) is None
+        await redis.aclose()

@@ -303,6 +303,7 @@ class _Gate:
         if method == "DELETE":
             if session_id and await _owned(store, session_id, principal, self.keen.session_ttl):
                 await store.delete_session(session_id)
+                self.keen.log_bound.forget(f"session:{session_id}")
                 await Response(status_code=200)(scope, receive, send)
             else:
                 await _error(404, "Session not found")(scope, receive, send)

@@ -10,8 +10,9 @@ the Server"); the host's answer goes back to the upstream. A log message
 ``logging/setLevel`` (2025-11-25; every level until it is sent), or the call's own
 ``io.modelcontextprotocol/logLevel`` (2026-07-28). Log messages are bounded
 (:class:`LogBound`): each one's data is cut to :data:`MAX_LOG_CHARS` characters with a note,
-and each upstream server gets a burst, then a steady rate; the host is told once how many
-were dropped, at the call's end and every :data:`DROPPED_EVERY` seconds while they are.
+and each upstream server gets a burst, then a steady rate, for each host; the host is told
+once how many were dropped, at the call's end and every :data:`DROPPED_EVERY` seconds while
+they are.
 
 A 2026-07-28 host cannot be sent a request: its calls' channel is a
 :class:`keen.serve.rounds.RoundsChannel`, whose questions become the call's
@@ -52,6 +53,7 @@ __all__ = [
     "HOST_KEY",
     "LEVEL_KEY",
     "LOG_BURST",
+    "LOG_HOSTS",
     "LOG_PER_SECOND",
     "LOG_QUEUE",
     "MAX_LOG_CHARS",
@@ -91,12 +93,16 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
     "emergency",
 )
 MAX_LOG_CHARS = 8_000
-"""Characters of one upstream log message's data (as JSON text) keen serve passes to a host;
-a longer one is cut, with a note saying how much."""
+"""Characters of one upstream log message's data keen serve passes to a host, escapes included
+(a string's own characters; other data's as JSON text); a longer one is cut, with a note
+giving its length and how much of it is shown."""
 LOG_BURST = 100
-"""Log messages of one upstream server keen serve passes at once, before :data:`LOG_PER_SECOND`."""
+"""Log messages of one upstream server keen serve passes to one host at once, before
+:data:`LOG_PER_SECOND`."""
 LOG_PER_SECOND = 20.0
-"""Log messages a second of one upstream server keen serve passes after a burst."""
+"""Log messages a second of one upstream server keen serve passes to one host after a burst."""
+LOG_HOSTS = 4_096
+"""Hosts whose log buckets :class:`LogBound` keeps (the least recently logged to go first)."""
 DROPPED_EVERY = 10.0
 """Seconds between two notices to a host of log messages dropped while a flood goes on."""
 LOG_QUEUE = 16
@@ -153,18 +159,25 @@ def log_levels(
 
 class LogBound:
     """How many log messages of each upstream server keen serve passes to its hosts, and how
-    much of each: a token bucket per server (``burst`` at once, then ``per_second``), shared
-    by every call, so a server that floods cannot flood the hosts, nor keen serve's memory
-    (each message the SDK hands over is a task of its own until it is passed or dropped).
-    See docs/serve.md "During a call" ("Log messages").
+    much of each: a token bucket per host and server (``burst`` at once, then
+    ``per_second``), shared by the host's calls, so a server that floods cannot flood a host,
+    nor keen serve's memory (each message the SDK hands over is a task of its own until it
+    is passed or dropped), and one host's flooding call does not spend another host's share.
+    A host is a handshake-era HTTP session, the stdio connection, or a 2026-07-28 HTTP
+    caller's principal (its bearer token, or its address when no token is configured:
+    :data:`keen.serve.server.PRINCIPAL_KEY`); its buckets go when its session ends
+    (:meth:`forget`), and at most ``max_hosts`` hosts' are
+    kept (the least recently logged to go first: one that logs again starts with a full
+    burst). See docs/serve.md "During a call" ("Log messages").
 
     Args:
-        burst: messages of one server passed at once.
-        per_second: messages of one server passed a second after a burst (> 0).
+        burst: messages of one server passed to one host at once.
+        per_second: messages of one server passed to one host a second after a burst (> 0).
         max_chars: characters of one message's data passed (the rest cut, with a note).
         report_every: seconds between two notices to a host of messages dropped while a
             flood goes on (the rest are told when the call ends).
         clock: seconds, monotonic (a test's own clock).
+        max_hosts: hosts whose buckets are kept (>= 1).
     """
 
     def __init__(
@@ -175,37 +188,70 @@ class LogBound:
         max_chars: int = MAX_LOG_CHARS,
         report_every: float = DROPPED_EVERY,
         clock: Callable[[], float] = time.monotonic,
+        max_hosts: int = LOG_HOSTS,
     ) -> None:
-        if burst < 1 or not per_second > 0 or max_chars < 1:
-            raise ValueError("a log bound needs burst >= 1, per_second > 0 and max_chars >= 1")
+        if burst < 1 or not per_second > 0 or max_chars < 1 or max_hosts < 1:
+            raise ValueError(
+                "a log bound needs burst >= 1, per_second > 0, max_chars >= 1 and max_hosts >= 1"
+            )
         self.burst, self.per_second, self.max_chars = burst, per_second, max_chars
         self.report_every = report_every
         self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
-        """Server -> (tokens, when they were counted)."""
+        self.max_hosts = max_hosts
+        self._buckets: collections.OrderedDict[str, dict[str, tuple[float, float]]] = (
+            collections.OrderedDict()
+        )
+        """Host -> server -> (tokens, when they were counted); the least recently logged host
+        first. A host's servers are the configured ones, so each host holds a bounded few."""
 
-    def take(self, server: str) -> bool:
-        """Whether one more log message of ``server`` may pass now (it then counts)."""
+    def buckets_kept(self) -> int:
+        """Buckets kept (one per host and server logged to), for tests and stats. A method, not
+        ``__len__``: an empty bound must not be falsy (``bound or LogBound()`` would replace it)."""
+        return sum(len(servers) for servers in self._buckets.values())
+
+    def take(self, host: str, server: str) -> bool:
+        """Whether one more log message of ``server`` may pass to ``host`` now (it then counts)."""
         now = self.clock()
-        tokens, then = self._buckets.get(server, (float(self.burst), now))
+        servers = self._buckets.get(host)
+        if servers is None:
+            servers = self._buckets[host] = {}
+            while len(self._buckets) > self.max_hosts:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(host)
+        tokens, then = servers.get(server, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - then) * self.per_second)
         if tokens < 1:
-            self._buckets[server] = (tokens, now)
+            servers[server] = (tokens, now)
             return False
-        self._buckets[server] = (tokens - 1, now)
+        servers[server] = (tokens - 1, now)
         return True
+
+    def forget(self, host: str) -> None:
+        """``host``'s session ended: its buckets go (a host that comes back starts full).
+
+        A call of that session still running (a ``DELETE`` does not end it) makes a bucket
+        again, full, with its next log message: it is kept as any other host's, until it is
+        the least recently logged of ``max_hosts``. Not refused: the call's host still reads
+        its stream, and a host that wants a full burst again can as well open a new session.
+        """
+        self._buckets.pop(host, None)
 
     def words(self) -> str:
         """The bound in words, for the notice of what was dropped."""
-        return f"at most {self.burst:,} at once, then {self.per_second:g} a second, of each server"
+        return (
+            f"at most {self.burst:,} at once, then {self.per_second:g} a second, of each server to each host"
+        )
 
 
 def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     """An upstream log message's ``data`` as keen serve passes it on: what Keen knows of
     secrets blanked, invisible and control characters written as escapes
-    (:func:`keen._terminal.terminal_text`), and, when that escaped JSON text is longer than
-    ``limit`` characters, cut to ``limit``, with a note saying how much was cut (a string,
-    then)."""
+    (:func:`keen._terminal.terminal_text`), and, when it is longer than ``limit`` characters
+    so escaped (a string's own characters; other data's as JSON text), cut to ``limit``, with
+    a note (a string, then) giving how many characters of its start are shown and the length
+    of the server's data in the same unit: a string's characters (a quote or a newline is
+    one, as the host gets it), or other data's JSON text."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
     if len(text) <= limit:  # escapes only lengthen it: a longer one is cut below
         try:
@@ -222,13 +268,19 @@ def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     head = terminal_text(redactor.redact(text[: limit + _REDACT_MARGIN]))[:limit]
     head = _PART_ESCAPE.sub("", head)
     head = head[: len(head) - redactor.unsafe_tail(head)]
-    cut = (
-        f"{len(text) - limit:,} of {len(text):,} characters cut"
-        if len(text) > limit
-        else f"its {len(text):,} characters are longer than that with invisible ones escaped"
+    # Both counts are exact in the unit they name. "N characters cut" is not given: the
+    # server's text and what the host sees differ in length (blanked secrets, escapes), and
+    # how long the rest would be as the host sees it is known only by redacting all of it,
+    # which is the cost the cut saves (a quarter of a second a megabyte, per message passed).
+    longer = "" if len(text) > limit else " (more once escaped)"
+    whole = (
+        f"string of {len(text):,} characters{longer}"
+        if isinstance(data, str)
+        else f"data, {len(text):,} characters as JSON text{longer}"
     )
     note = (
-        f"\n[truncated: {cut}; keen serve passes at most {limit:,} characters of an MCP server's log message]"
+        f"\n[truncated: {len(head):,} characters shown (secrets blanked, invisible ones escaped) of "
+        f"the server's {whole}; keen serve passes at most {limit:,}]"
     )
     return head + note
 
@@ -450,14 +502,18 @@ class HostPeer:
     (:class:`keen.mcp.connection.relay.CallPeer`).
 
     Args:
-        host: the caller's scope (calls of one host share it).
+        host: who the host is (calls of one host share it): its caller scope, or, for a
+            2026-07-28 caller over HTTP (no session), its principal
+            (:data:`keen.serve.server.PRINCIPAL_KEY`: its token, or its address when no
+            token is configured).
         channel: how to reach the host during the call; None when there is none.
         capabilities: what the host declared (:func:`host_capabilities`).
         levels: the log levels the host gets (:func:`log_levels`).
         cannot_ask: why Keen cannot send the host a request in this call, or None when it can.
         audit: ``(server, method, outcome, code)``, one event per request relayed or declined.
-        log_bound: how many log messages of each server pass, and how much of each (keen
-            serve's one :class:`LogBound`, shared by every call; a bound of its own when None).
+        log_bound: how many log messages of each server pass to each host, and how much of
+            each (keen serve's one :class:`LogBound`, shared by every call; a bound of its own
+            when None).
     """
 
     def __init__(
@@ -581,7 +637,7 @@ class HostPeer:
         if self.channel is None or params.level not in self.levels or self._done.is_set():
             return
         # Counted before any work: a dropped message ends its task at once.
-        passes = self._bound.take(server) and len(self._queue) < LOG_QUEUE
+        passes = self._bound.take(self._host, server) and len(self._queue) < LOG_QUEUE
         if not passes:
             self._count_dropped(_Queued(server, 1, LEVELS.index(params.level), None))
         if (

@@ -156,8 +156,8 @@ class KeenServer:
         pins_poll: seconds between two looks at the connected servers' pin files (extension
             mode), so a change of them made elsewhere (``keen mcp trust`` in another process,
             a pins folder broken or mended) reaches the hosts as a change notice.
-        log_bound: how many log messages of each upstream server reach the hosts during
-            calls, and how much of each (:class:`keen.serve.relay.LogBound`; its defaults
+        log_bound: how many log messages of each upstream server reach each host during
+            its calls, and how much of each (:class:`keen.serve.relay.LogBound`; its defaults
             when None).
 
     Raises:
@@ -639,8 +639,13 @@ class KeenServer:
         def audit(server: str, method: str, outcome: str, code: str | None) -> None:
             self._audit("upstream.request", scope, server, method, outcome, code)
 
+        # Who the host is, for the log bound and for whose call an upstream's message is: a
+        # 2026-07-28 caller over HTTP has no session, and its scope is one for every caller
+        # when no token is configured ("principal:anonymous"); its principal is its address
+        # then, its token's id else (PRINCIPAL_KEY), which separates callers best.
+        host = self.caller_principal(ctx) if modern and request is not None else scope
         return HostPeer(
-            scope,
+            host,
             channel,
             capabilities=declared,
             levels=log_levels(ctx.protocol_version, ctx.meta, set_level),
@@ -667,7 +672,16 @@ class KeenServer:
                 code=mt.INVALID_REQUEST,
                 message="logging/setLevel needs a session; send initialize first",
             )
-        await self.store.create_session(session_id, {**data, "log_level": params.level}, self.session_ttl)
+        # Written only while the session lives: a DELETE that ended it since the read above
+        # must not be undone by writing its data back.
+        if not await self.store.update_session(
+            session_id, {**data, "log_level": params.level}, self.session_ttl
+        ):
+            raise MCPError(
+                code=mt.INVALID_REQUEST,
+                message="this session ended (deleted or expired) before logging/setLevel took effect; "
+                "send initialize for a new one",
+            )
         return mt.EmptyResult()
 
     def cancel_call(self, scope: str, request_id: object) -> bool:

@@ -75,6 +75,12 @@ class Store(Protocol):
         """The session's data, renewing its ``ttl``; ``None`` when unknown or expired."""
         ...
 
+    async def update_session(self, session_id: str, data: dict[str, Any], ttl: float) -> bool:
+        """Replace a live session's data, renewing its ``ttl``. Nothing is written, and the
+        answer is False, once the session is unknown, expired or deleted: a request that read
+        it before a ``DELETE`` ended it must not bring it back."""
+        ...
+
     async def delete_session(self, session_id: str) -> bool:
         """Forget a session, its authorizations and what :meth:`record_seen` recorded of its
         host; False when it was unknown."""
@@ -171,6 +177,15 @@ class MemoryStore:
             return None
         self._sessions[session_id] = (now + ttl, entry[1])
         return dict(entry[1])
+
+    async def update_session(self, session_id: str, data: dict[str, Any], ttl: float) -> bool:
+        # No await between the check and the write: no other task runs in between.
+        entry = self._sessions.get(session_id)
+        now = self._clock()
+        if entry is None or entry[0] <= now:
+            return False
+        self._sessions[session_id] = (now + ttl, dict(data))
+        return True
 
     async def delete_session(self, session_id: str) -> bool:
         self._auth.pop(f"session:{session_id}", None)
@@ -315,6 +330,11 @@ class RedisStore:
             # The session lives on: so does its place under the cap.
             await self._redis.eval(_RENEW_OWNED, 1, self._k("owner", data["owner"]), session_id, _ms(ttl))
         return data
+
+    async def update_session(self, session_id: str, data: dict[str, Any], ttl: float) -> bool:
+        # XX: written only over a live key, so a DELETE (or the expiry) in between wins.
+        key = self._k("session", session_id)
+        return bool(await self._redis.set(key, json.dumps(data), px=_ms(ttl), xx=True))
 
     async def delete_session(self, session_id: str) -> bool:
         key = self._k("session", session_id)
