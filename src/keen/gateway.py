@@ -180,7 +180,10 @@ class Gateway:
             before it), ``outcome`` (ok|tool_error|error|cancelled), ``error_code``
             (``cancelled`` for a cancelled call), ``duration_ms``.
         max_result_chars: text longer than this is cut, with a note saying how much.
-        pins: the pin check (default: pins under ``$KEEN_HOME/mcp/pins``).
+        pins: the pin check. By default the Manager's own guard when it is a
+            :class:`~keen.trust.pins.PinGuard`; none for a Manager given ``trust=None``
+            (tools called as listed, nothing pinned or written, as its listing shows them);
+            otherwise pins under ``$KEEN_HOME/mcp/pins``.
     """
 
     def __init__(
@@ -193,29 +196,32 @@ class Gateway:
         pins: PinGuard | None = None,
     ) -> None:
         self.manager = manager
-        if pins is None:
+        if pins is None and manager.trust is not None:
             from keen.trust.pins import PinGuard
 
             # The Manager's own guard when it has one: one in-memory view of the pins per
             # session, so what the listing showed is what the call is checked against.
             trust = manager.trust
             pins = trust if isinstance(trust, PinGuard) else PinGuard()
-        self.pins = pins
+        # None: the Manager shows the tools as listed (trust=None), so the calls go as listed
+        # too; a guard here would check them against, and pin into, the user's own pins.
+        self.pins: PinGuard | None = pins
         self.approval = approval
         self.audit = audit
         self.max_result_chars = max_result_chars
-        self._pipelines: dict[bool, tuple[Manager, PinGuard, Pipeline]] = {}
+        self._pipelines: dict[bool, tuple[Manager, PinGuard | None, Pipeline]] = {}
         """Shaped or not -> the Manager and guard its pipeline was made for, and that pipeline
         (:meth:`_pipeline`)."""
 
     # -- the stages the gateway gives the pipeline --------------------------------------------
 
     def checks(self) -> list[Stage]:
-        """``mcp_checks`` and ``pin_check``: a refusal at either sends nothing."""
-        return [
-            Stage("mcp_checks", CheckCall(self.manager), gate="validate"),
-            Stage("pin_check", PinCheck(self.manager, self.pins)),
-        ]
+        """``mcp_checks`` and ``pin_check`` (none without :attr:`pins`): a refusal at either
+        sends nothing."""
+        stages = [Stage("mcp_checks", CheckCall(self.manager), gate="validate")]
+        if self.pins is not None:
+            stages.append(Stage("pin_check", PinCheck(self.manager, self.pins)))
+        return stages
 
     async def execute(self, call: Call) -> bool:
         """The ``execute`` stage of an MCP call that passed every gate: pin a never-pinned
@@ -224,7 +230,7 @@ class Gateway:
         if call.server is None or call.tool is None:
             return False
         server, tool = call.server, call.tool
-        if not call.pinned:  # a pinned server (the usual call) has nothing to pin on first use
+        if self.pins is not None and not call.pinned:  # a pinned server has nothing to pin
             # What the pin check decided; without that stage, the same guard's policy.
             policy, tools = call.pinning or (
                 self.pins.policy(self.manager.config.servers[server]),
