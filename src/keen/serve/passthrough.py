@@ -18,7 +18,8 @@ they are what their type claims (:func:`checked_contents`, :func:`checked_messag
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,11 @@ logger = logging.getLogger("keen.serve")
 
 URI_PREFIX = "keen://"
 _MAX_TEMPLATE_URI = 8192
+_MATCH_BUDGET = 0.5
+"""Seconds one read may spend parsing and matching its server's templates. Parsing costs
+about 10 µs a variable (256 at most a template) and a server may list 10,000 templates:
+unbounded, one read of a URI none of them matches held the event loop, every host's calls
+with it, for half a minute."""
 
 
 def exposed_uri(server: str, uri: str) -> str:
@@ -173,13 +179,27 @@ class Listing:
         """``(server, upstream prompt)`` of an exposed prompt name, or None when not listed."""
         return self._prompt_of.get(name)
 
-    def readable(self, server: str, uri: str) -> bool:
-        """Whether ``server`` listed ``uri``, or a template of its matches it."""
+    def readable(self, server: str, uri: str, *, clock: Callable[[], float] = time.monotonic) -> bool:
+        """Whether ``server`` listed ``uri``, or a template of its matches it. Templates are
+        tried in the order listed until :data:`_MATCH_BUDGET` seconds (by ``clock``) are
+        spent; a URI that only a template past that matches is refused, and logged."""
         if uri in self._uris.get(server, ()):
             return True
         from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+        deadline = clock() + _MATCH_BUDGET
         for template in self._templates_of.get(server, ()):
+            # The text before a template's first expression is literal: a URI that does not
+            # begin with it cannot match, so most templates cost no parse at all.
+            if not uri.startswith(template.partition("{")[0]):
+                continue
+            if clock() > deadline:
+                logger.warning(
+                    "a read of %s was refused: its templates could not all be matched within %s s",
+                    server,
+                    _MATCH_BUDGET,
+                )
+                return False
             try:
                 if UriTemplate.parse(template).match(uri, max_uri_length=_MAX_TEMPLATE_URI) is not None:
                     return True
