@@ -26,6 +26,7 @@ __all__ = [
     "TransportFactory",
     "media_type",
     "named_type",
+    "named_uri",
     "tools_hash",
 ]
 
@@ -75,6 +76,21 @@ def named_type(mime: object) -> str:
     if isinstance(mime, str) and len(mime) > 40:
         return ascii(mime[:40]) + "..."
     return ascii(mime)
+
+
+_PLAIN_URI = re.compile(r"[!-~]{1,200}", re.ASCII)
+"""A URI as Keen's text names it as is: printable ASCII, no space, 200 characters at most."""
+
+
+def named_uri(uri: object) -> str:
+    """A server's ``uri`` as Keen's text names it (``[resource <uri>]``): printable ASCII
+    without spaces as it is, anything else (a line break, a control or non-ASCII character,
+    200 characters or more) as a short escaped repr, as :func:`named_type` does a type."""
+    if isinstance(uri, str) and _PLAIN_URI.fullmatch(uri):
+        return uri
+    if isinstance(uri, str) and len(uri) > 200:
+        return ascii(uri[:200]) + "..."
+    return ascii(uri)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,10 +227,10 @@ class ToolResult:
                 size = len(block.get("data", "")) * 3 // 4
                 parts.append(f"[{kind} {named_type(block.get('mimeType', ''))}, {size} bytes]")
             elif kind == "resource_link":
-                parts.append(f"[resource {block.get('uri', '')}]")
+                parts.append(f"[resource {named_uri(block.get('uri', ''))}]")
             elif kind == "resource":
                 res = block.get("resource", {})
-                parts.append(str(res.get("text", f"[resource {res.get('uri', '')}]")))
+                parts.append(str(res.get("text", f"[resource {named_uri(res.get('uri', ''))}]")))
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
