@@ -127,7 +127,9 @@ def search_catalog(
             what = f"tool {hit.tool}, {hit.risk} risk"
         else:
             state = "in the resource index next step: read_resource"
-            what = f"{hit.kind} {hit.tool}"
+            # A URI or prompt name is the server's free text: quoted when it could break
+            # this line into one that reads as another hit.
+            what = f"{hit.kind} {named_uri(hit.tool)}"
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
@@ -181,7 +183,7 @@ def _expand(cap: Capability, template: str, arguments: dict[str, str]) -> str:
     if missing:
         wanted = json.dumps(dict.fromkeys(parsed.variable_names, "..."))
         raise InvalidArguments(
-            f"{cap.name} is a resource template: give its variables as arguments, e.g. {wanted} "
+            f"{named_uri(cap.name)} is a resource template: give its variables as arguments, e.g. {wanted} "
             f"(missing: {', '.join(missing)})",
             server=server,
             errors=[("$.arguments", f"missing {name}") for name in missing],

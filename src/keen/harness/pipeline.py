@@ -84,7 +84,7 @@ from keen.harness.policy import (
     select,
 )
 from keen.harness.refusals import not_in_catalog, why_hidden
-from keen.mcp.types import ServerState
+from keen.mcp.types import ServerState, named_uri
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
 
@@ -307,7 +307,9 @@ class Harness:
         for cap_id, entry in sorted(self.visible.items(), key=lambda item: item[1].name):
             if entry.kind in HANDLE_KINDS:
                 cap = self._caps[cap_id]
-                lines.append(f"- {entry.name} ({cap.kind} {cap.name} on {cap.server}): {cap.summary}")
+                lines.append(
+                    f"- {entry.name} ({cap.kind} {named_uri(cap.name)} on {cap.server}): {cap.summary}"
+                )
         return "\n".join(lines)
 
     def touch(self, *paths: str) -> None:
@@ -605,7 +607,7 @@ class Harness:
             if self.gateway is None:
                 raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
             call.text = await read_handle(self.gateway.manager, cap, call.arguments.get("arguments") or {})
-            call.hint = f"ask the user for a narrower part of {cap.name}"
+            call.hint = f"ask the user for a narrower part of {named_uri(cap.name)}"
             return True
         name, args = call.name, call.arguments
         try:

@@ -83,9 +83,10 @@ _PLAIN_URI = re.compile(r"[!-~]{1,200}", re.ASCII)
 
 
 def named_uri(uri: object) -> str:
-    """A server's ``uri`` as Keen's text names it (``[resource <uri>]``): printable ASCII
-    without spaces as it is, anything else (a line break, a control or non-ASCII character,
-    200 characters or more) as a short escaped repr, as :func:`named_type` does a type."""
+    """A server's ``uri`` as Keen's text names it (``[resource <uri>]``, a search hit, the
+    resource index; a prompt's name too, which MCP leaves as free): printable ASCII without
+    spaces as it is, anything else (a line break, a control or non-ASCII character, 200
+    characters or more) as a short escaped repr, as :func:`named_type` does a type."""
     if isinstance(uri, str) and _PLAIN_URI.fullmatch(uri):
         return uri
     if isinstance(uri, str) and len(uri) > 200:
