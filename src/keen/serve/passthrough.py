@@ -154,6 +154,7 @@ class Listing:
         prompt_of: dict[str, tuple[str, str]] = {}
         uris: dict[str, set[str]] = {}
         templates_of: dict[str, list[str]] = {}
+        clashes: dict[str, list[str]] = {}
         for server, (raw_resources, raw_templates, raw_prompts) in lists.items():
             for raw in raw_resources:
                 found = _valid(mt.Resource, raw, server)
@@ -171,8 +172,23 @@ class Listing:
                 found = _valid(mt.Prompt, raw, server)
                 if found is not None:
                     name = exposed_prompt(server, found.name)
-                    prompt_of[name] = (server, found.name)
-                    prompts.append(found.model_copy(update={"name": name}))
+                    first = prompt_of.get(name)
+                    if first is None:
+                        prompt_of[name] = (server, found.name)
+                        prompts.append(found.model_copy(update={"name": name}))
+                    elif first != (server, found.name):
+                        clashes.setdefault(name, [first[0]]).append(server)
+        for name, servers in clashes.items():
+            # Server a's prompt b__c and server a__b's prompt c are both mcp__a__b__c: a host's
+            # prompts/get names one of them and cannot say which, so neither is served (the
+            # later one was, in the earlier one's place).
+            logger.info(  # as a prompt that does not validate is: at each build of the lists
+                "prompt %s is the name of a prompt of each of servers %s; neither is served: rename one of them",
+                name,
+                ", ".join(servers),
+            )
+            del prompt_of[name]
+        prompts = [p for p in prompts if p.name not in clashes]
         return cls(resources, templates, prompts, prompt_of, uris, templates_of)
 
     def prompt(self, name: str) -> tuple[str, str] | None:
