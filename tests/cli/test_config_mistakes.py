@@ -428,6 +428,20 @@ def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_pat
     assert not gone.exists() and home.config_path.is_symlink()
 
 
+def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -> None:
+    # `keen mcp list` read it as a missing file and said "No MCP servers configured": the
+    # servers were in the file the link lost, and only an edit said so.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to("../../moved/configs.json")
+    target = tmp_path / "moved" / "configs.json"
+    for args in (("mcp", "list"), ("mcp", "list", "--json")):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        said = f"{home.config_path} links to {target}, which does not exist; create it or remove the link"
+        assert said in run.stderr and "No MCP servers configured" not in run.stdout, str(run)
+    assert home.config_path.is_symlink() and not target.parent.exists()
+
+
 @pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])
 def test_sessions_show_refuses_an_id_no_session_can_have(home: Home, session_id: str) -> None:
     # 5,000 characters reached open() and its ENAMETOOLONG was an internal error.

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from keen.errors import ConfigError
+from keen.mcp import Manager
 from keen.mcp.config import (
     ApiKeyAuth,
     HttpServerConfig,
@@ -56,6 +57,19 @@ def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
     config = load_config(tmp_path / "mcp" / "configs.json")
     assert config.version == 1
     assert config.servers == {}
+
+
+def test_a_symlink_to_nothing_is_no_missing_file(tmp_path: Path) -> None:
+    # Each read took it for no file: no servers, where the user's are in the file it lost.
+    path = tmp_path / "mcp" / "configs.json"
+    path.parent.mkdir()
+    path.symlink_to(tmp_path / "dotfiles" / "configs.json")
+    with pytest.raises(
+        ConfigError, match=r"links to .*dotfiles/configs\.json, which does not exist; create it"
+    ):
+        load_config(path, strict=False)
+    assert known_servers(path) is None  # not [] (no servers): load_config must say it
+    assert Manager(path, trust=None).no_config_file() is False  # keen chat then loads it
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"])

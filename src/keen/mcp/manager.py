@@ -498,7 +498,7 @@ class Manager:
         try:
             return self.config_path.stat().st_size == 0
         except FileNotFoundError:
-            return True
+            return not self.config_path.is_symlink()  # a link to nothing: loading it says so
         except OSError:
             return False  # loading it says what is wrong
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from keen._fs import BOM
 from keen.errors import ConfigError
-from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
+from keen.mcp.config.servers import MCPConfig, config_file, declared_kinds, read_json, validate_config
 
 __all__ = ["load_config", "parse_config"]
 
@@ -25,8 +25,8 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
-        path: the file; a missing or empty file is an empty config (a UTF-8 byte order mark
-            at its start is skipped).
+        path: the file, or a symlink to it; a missing or empty file is an empty config (a
+            UTF-8 byte order mark at its start is skipped).
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
             goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
@@ -36,12 +36,15 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
         The validated config, servers in file order.
 
     Raises:
-        ConfigError: unreadable or invalid (with ``strict=False``: only a file that cannot be
-            used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
+        ConfigError: unreadable (a symlink to nothing or a loop of them too) or invalid (with
+            ``strict=False``: only a file that cannot be used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
             they apply; the message says what to fix.
     """
+    # A symlink to nothing read as a missing file: `keen mcp list` said "no servers" while
+    # the user's servers sat in a dotfiles folder moved away; an edit refuses it (config_file).
+    file = config_file(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         return MCPConfig.model_construct()  # nothing to validate (servers.py's defer_build)
     except UnicodeDecodeError as exc:

@@ -99,7 +99,8 @@ def _validated_text(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8").removeprefix(BOM)  # as load_config reads it
     except FileNotFoundError:
-        return ""
+        # A symlink to nothing is no missing file: load_config says what is wrong with it.
+        return None if path.is_symlink() else ""
     except (OSError, UnicodeDecodeError):
         return None
     if not text.strip():
