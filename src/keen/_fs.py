@@ -17,11 +17,13 @@ from typing import Any, BinaryIO
 __all__ = [
     "BOM",
     "LONE_SURROGATE",
+    "BrokenLink",
     "FileTooLarge",
     "NotRegularFile",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "link_target",
     "open_regular",
     "read_regular",
 ]
@@ -84,6 +86,36 @@ def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool =
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     text = LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
     atomic_write_text(path, text, mode=mode, fsync=fsync)
+
+
+class BrokenLink(OSError):
+    """:func:`link_target`'s path is a symlink to nothing, or a loop of them; the message
+    names the link (and the missing target) and the fix."""
+
+
+def link_target(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or the file a symlink there points to
+    (a config kept with one's dotfiles), so the link stays a link.
+
+    ``os.replace`` over the link itself would put a plain file in its place, and the file it
+    pointed to would keep the old content without a word.
+
+    Raises:
+        BrokenLink: ``path`` is a symlink to nothing (a write would create it, folders and
+            all, somewhere the user never meant) or a loop of symlinks.
+    """
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        raise BrokenLink(
+            f"{path} links to {os.path.realpath(path)}, which does not exist; create it or remove the link"
+        ) from None
+    except OSError as exc:  # ELOOP: config.json -> config.json
+        raise BrokenLink(
+            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read, or a link to one"
+        ) from None
 
 
 class NotRegularFile(OSError):

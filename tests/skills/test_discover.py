@@ -264,6 +264,48 @@ def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left
 
 
+def test_a_symlinked_config_stays_a_link_and_its_file_keeps_its_mode(root: Path, tmp_path: Path) -> None:
+    # The save's os.replace put a plain file where the link was: the dotfiles copy kept the
+    # old settings without a word, and the new file was 0644 whatever the old one's mode.
+    kept = tmp_path / "dotfiles" / "skills-config.json"
+    kept.parent.mkdir()
+    kept.write_text('{"is_enabled": {"x": false}}', encoding="utf-8")
+    kept.chmod(0o600)
+    path = paths.skills_config_path()
+    path.symlink_to(os.path.relpath(kept, path.parent))
+    with SkillsConfig.edit(path) as config:
+        config.set_enabled("y", False)
+    assert path.is_symlink() and os.readlink(path) == os.path.relpath(kept, path.parent)
+    assert json.loads(kept.read_text(encoding="utf-8")) == {"is_enabled": {"x": False, "y": False}}
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temp file left beside it
+
+
+def test_a_config_linked_to_nothing_or_to_itself_is_refused_and_left_a_link(
+    root: Path, tmp_path: Path
+) -> None:
+    # A link to nothing read as no settings (every skill enabled) and its save made a plain
+    # file in its place; a loop was written over the same way.
+    path = paths.skills_config_path()
+    path.symlink_to("../../moved/config.json")
+    target = tmp_path / "moved" / "config.json"
+    said = f"{path} links to {target}, which does not exist; create it or remove the link"
+    with pytest.raises(SkillError, match=re.escape(said)):
+        SkillsConfig.load(path)
+    with pytest.raises(SkillError, match=re.escape(said)):
+        SkillsConfig(path, {"is_enabled": {}}).save()
+    assert path.is_symlink() and not target.parent.exists()
+    path.unlink()
+    path.symlink_to(path.name)
+    loop = (
+        r"config\.json: Too many levels of symbolic links; it must be a file you can read, or a link to one"
+    )
+    for act in (lambda: SkillsConfig.load(path), SkillsConfig(path, {"is_enabled": {}}).save):
+        with pytest.raises(SkillError, match=loop):
+            act()
+    assert path.is_symlink() and os.readlink(path) == path.name
+
+
 def test_load_skill(root: Path) -> None:
     write_skill(root, "one", good("one"))
     write_skill(root, "broken", "nothing\n")

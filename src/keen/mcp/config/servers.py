@@ -54,7 +54,7 @@ from pydantic import (
     model_validator,
 )
 
-from keen._fs import LONE_SURROGATE, atomic_write_json
+from keen._fs import LONE_SURROGATE, BrokenLink, atomic_write_json, link_target
 from keen._redact import register_value
 from keen.errors import ConfigError
 from keen.mcp.config import values
@@ -777,19 +777,7 @@ def config_file(path: Path) -> Path:
         ConfigError: ``path`` is a symlink to nothing (which an edit would create, folders
             and all, somewhere the user never meant) or a loop of symlinks.
     """
-    if not path.is_symlink():
-        return path
-    # os.replace over the link itself would put a plain file in its place, and the file it
-    # pointed to would keep the old servers without a word.
     try:
-        return Path(os.path.realpath(path, strict=True))
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path} links to {os.path.realpath(path)}, which does not exist; create it or remove the link",
-            path=str(path),
-        ) from None
-    except OSError as exc:  # ELOOP: configs.json -> configs.json
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read, or a link to one",
-            path=str(path),
-        ) from None
+        return link_target(path)
+    except BrokenLink as exc:
+        raise ConfigError(str(exc), path=str(path)) from None
