@@ -428,6 +428,28 @@ def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_pat
     assert not gone.exists() and home.config_path.is_symlink()
 
 
+def test_a_hand_written_configs_json_others_can_read_is_warned_of_with_the_fix(home: Home) -> None:
+    # 0644 with an API key in it: every command read it without a word.
+    home.write(
+        {
+            "docs": {
+                "url": "https://mcp.example.com/mcp",
+                "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+            },
+            "time": {"command": "true", "env": {"TZ": "UTC"}},
+        }
+    )
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "get", "docs")
+    assert run.code == 0, str(run)
+    warning = (
+        f"{home.config_path} can be read by other users (mode 0644) and holds credentials written in clear "
+        f"(server 'docs' auth.key); run chmod 600 {home.config_path}, or put each value in an environment "
+        "variable and write ${VAR} in its place"
+    )
+    assert run.stderr.count(warning) == 1 and "sk-live" not in run.stderr + run.stdout, str(run)
+
+
 def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -> None:
     # `keen mcp list` read it as a missing file and said "No MCP servers configured": the
     # servers were in the file the link lost, and only an edit said so.

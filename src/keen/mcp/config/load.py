@@ -8,6 +8,8 @@ each converted entry validated by ``servers``): the importer and the model form 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,49 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     text = text.removeprefix(BOM)
     if not text.strip():
         return MCPConfig.model_construct()  # an empty file (`touch configs.json`): as a missing one
-    return parse_config(text, source=str(path), environ=environ, strict=strict)
+    config = parse_config(text, source=str(path), environ=environ, strict=strict)
+    _warn_if_others_read_secrets(path, file, text)
+    return config
+
+
+_WARNED: set[str] = set()
+"""The files :func:`_warn_if_others_read_secrets` warned about: once a process (a command may
+load configs.json several times)."""
+
+
+def _warn_if_others_read_secrets(path: Path, file: Path, text: str) -> None:
+    """Warn once when others may read configs.json and it holds credentials written in clear.
+
+    Keen writes the file 0600, but one written by hand (or by a dotfiles tool) may be 0644:
+    every user of the machine could read its keys. The warning names the servers and fields
+    (:func:`keen.mcp.config.secrets.secrets_in_clear`), never a value, and both fixes.
+    """
+    if os.name == "nt" or str(file) in _WARNED:
+        return  # Windows: the file's ACL, not these mode bits, says who may read it
+    try:
+        mode = stat.S_IMODE(file.stat().st_mode)
+    except OSError:
+        return
+    if not mode & 0o044:
+        return
+    from keen._terminal import shell_word, terminal_text
+    from keen.mcp.config.secrets import secrets_in_clear
+
+    found = secrets_in_clear(read_json(text, source=str(path)))
+    if not found:
+        return
+    _WARNED.add(str(file))
+    # repr escapes what a terminal would act on in a name; name_start cut each field's at one.
+    where = "; ".join(f"server {server!r} {terminal_text(field, one_line=True)}" for server, field in found)
+    logger.warning(
+        "%s can be read by other users (mode %04o) and holds credentials written in clear (%s); "
+        "run chmod 600 %s, or put each value in an environment variable and write ${VAR} in its place "
+        '(README "Configure servers")',
+        terminal_text(str(path), one_line=True),
+        mode,
+        where,
+        shell_word(str(path)),
+    )
 
 
 def parse_config(
