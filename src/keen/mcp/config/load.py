@@ -35,12 +35,15 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
             :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
 
     Returns:
-        The validated config, servers in file order.
+        The validated config, servers in file order. A file other users can read that
+        holds a credential written in clear is warned of once a process (the logger, never
+        the value; README "Configure servers").
 
     Raises:
-        ConfigError: unreadable (a symlink to nothing or a loop of them too) or invalid (with
-            ``strict=False``: only a file that cannot be used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
-            they apply; the message says what to fix.
+        ConfigError: unreadable (a symlink to nothing or a loop of them too) or invalid
+            (with ``strict=False``: only a file that cannot be used at all), with ``path``,
+            ``server``, ``field``, ``line`` and ``column`` where they apply; the message says
+            what to fix.
     """
     # A symlink to nothing read as a missing file: `keen mcp list` said "no servers" while
     # the user's servers sat in a dotfiles folder moved away; an edit refuses it (config_file).
