@@ -569,6 +569,12 @@ IN_CLEAR = {
         "env": {"LOG_LEVEL": "info", "GITHUB_TOKEN": "ghp_abcdefghijklmnop"},
     },
     "gh": {"url": "https://mcp.example.com/gh", "auth": {"type": "oauth", "client_secret": "cs-1234abcd"}},
+    # A default is written in the file: used whenever the variable is unset.
+    "ci": {"command": "ci-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN:-ghp_fallback0123456789}"}},
+    "keyed": {
+        "url": "https://mcp.example.com/k",
+        "auth": {"type": "api_key", "key": "${K:-sk-live-fallback987}"},
+    },
 }
 SECRET_VALUES = (
     "pa55w0rd-xyz",
@@ -577,6 +583,8 @@ SECRET_VALUES = (
     "ak-0987654321zyx",
     "ghp_abc",
     "cs-1234",
+    "ghp_fallback",
+    "sk-live-fallback",
 )
 BY_REFERENCE = {
     "docs": {
@@ -587,7 +595,7 @@ BY_REFERENCE = {
     "files": {
         "command": "npx",
         "args": ["-y", "files-mcp", "--api-key", "${FILES_KEY}", "--token=${FILES_TOKEN}"],
-        "env": {"LOG_LEVEL": "info", "LOG_FORMAT": "json", "GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+        "env": {"LOG_LEVEL": "${LOG_LEVEL:-info}", "LOG_FORMAT": "json", "GITHUB_TOKEN": "${GITHUB_TOKEN:-}"},
     },
     "gh": {"url": "https://mcp.example.com/gh", "auth": {"type": "oauth", "client_secret": "${GH_SECRET}"}},
 }
@@ -623,7 +631,8 @@ def test_a_file_others_can_read_that_holds_keys_in_clear_is_warned_of_once(
     assert warning.startswith(f"{path} can be read by other users (mode 0644) and holds credentials")
     fields = (
         "server 'docs' url; server 'docs' headers.Authorization; server 'docs' auth.key; "
-        "server 'files' args; server 'files' env.GITHUB_TOKEN; server 'gh' auth.client_secret"
+        "server 'files' args; server 'files' env.GITHUB_TOKEN; server 'gh' auth.client_secret; "
+        "server 'ci' env.GITHUB_TOKEN; server 'keyed' auth.key"
     )
     assert (
         f"written in clear ({fields}); run chmod 600 {path}, or put each value in an environment" in warning

@@ -19,7 +19,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
-from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.config.servers import (
+    VAR_REFERENCE,
+    ApiKeyAuth,
+    HttpServerConfig,
+    OAuthAuth,
+    StdioServerConfig,
+)
 from keen.mcp.config.values import name_start
 
 __all__ = [
@@ -274,10 +280,13 @@ _PATTERNS_ONLY = Redactor()
 
 
 def _unreferenced(text: str) -> str:
-    """``text`` without its ``${VAR}`` references: what the file itself holds."""
+    """``text`` as the file itself holds it: each ``${VAR}`` reference taken out, but the
+    default of a ``${VAR:-default}`` kept as written (``${GITHUB_TOKEN:-ghp_...}`` holds a
+    token in clear, used whenever the variable is unset)."""
     if not _REFERENCE.search(text):
         return text
-    return _BARE_USER.sub("", _BARE_SCHEME.sub("", _REFERENCE.sub("", text)))
+    held = _REFERENCE.sub("", VAR_REFERENCE.sub(lambda found: found.group(2) or "", text))
+    return _BARE_USER.sub("", _BARE_SCHEME.sub("", held))
 
 
 def _in_clear(words: Sequence[str]) -> bool:
@@ -292,15 +301,23 @@ def _in_clear(words: Sequence[str]) -> bool:
 
 
 def secrets_in_clear(raw: Any) -> list[tuple[str, str]]:
-    """Where configs.json as written (parsed, ``${VAR}`` not expanded) holds a credential in
-    clear rather than as a ``${VAR}`` reference: ``(server, field)`` pairs such as
-    ``("files", "env.GITHUB_TOKEN")``, in file order, never the values.
+    """Where configs.json as written holds a credential in clear rather than as a ``${VAR}``
+    reference (README "Configure servers": a key belongs in the environment).
 
     Judged as everywhere else: an ``auth.key`` or ``client_secret`` written at all; an
     ``env`` value, a header or an ``args`` word as :func:`hide_arg_secrets` hides it (the
     value of a name that says secret, ``Bearer <token>``, a URL's userinfo or a query value
-    whose name says secret). A name (of a variable or header) is given only as far as
-    :func:`keen.mcp.config.values.name_start` shows it.
+    whose name says secret). The default of a ``${VAR:-default}`` is written in the file,
+    so it is judged as the rest of the text.
+
+    Args:
+        raw: the parsed JSON of configs.json, ``${VAR}`` not expanded
+            (:func:`keen.mcp.config.servers.read_json`); anything else holds nothing.
+
+    Returns:
+        ``(server, field)`` pairs such as ``("files", "env.GITHUB_TOKEN")``, in file order,
+        never the values; a name (of a variable or header) only as far as
+        :func:`keen.mcp.config.values.name_start` shows it.
     """
     servers = raw.get("servers") if isinstance(raw, dict) else None
     if not isinstance(servers, dict):

@@ -59,7 +59,6 @@ from keen._redact import register_value
 from keen.errors import ConfigError
 from keen.mcp.config import values
 from keen.mcp.config.defaults import default_connect_timeout
-from keen.mcp.config.values import name_start
 from keen.mcp.types import SERVER_NAME_RE
 
 if TYPE_CHECKING:
@@ -69,6 +68,7 @@ __all__ = [
     "MOST_LEVELS",
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
+    "VAR_REFERENCE",
     "ApiKeyAuth",
     "AuthFactory",
     "HttpServerConfig",
@@ -123,7 +123,9 @@ def repeated_keys(obj: Any) -> tuple[str, ...]:
 
 
 SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+VAR_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""A ``${VAR}`` or ``${VAR:-default}`` reference in a configs.json string: the variable's
+name, and the default as written (``None`` when there is none)."""
 
 
 class _Model(BaseModel):
@@ -613,14 +615,16 @@ def _key_variables(entry: Any) -> tuple[str, ...]:
     """The ``${VAR}`` names an entry's ``auth.key`` is written with, as written (not expanded)."""
     auth = entry.get("auth") if isinstance(entry, dict) else None
     key = auth.get("key") if isinstance(auth, dict) else None  # pyright: ignore[reportUnknownMemberType]
-    return tuple(dict.fromkeys(m.group(1) for m in _VAR.finditer(key))) if isinstance(key, str) else ()
+    return (
+        tuple(dict.fromkeys(m.group(1) for m in VAR_REFERENCE.finditer(key))) if isinstance(key, str) else ()
+    )
 
 
 def _field(parts: list[Any]) -> str:
     """A validation error's field path without the server name and the union tags pydantic
     adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
     # A key of "env" or "headers" is part of the path: "TOKEN=ghp_..." shows as "TOKEN".
-    rest = [name_start(str(part)) for part in parts[2:]]
+    rest = [values.name_start(str(part)) for part in parts[2:]]
     if rest and rest[0] in ("streamable_http", "stdio", "sse"):
         rest = rest[1:]
     if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
@@ -735,15 +739,21 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
                 field=field or None,
             )
 
-        return _VAR.sub(sub, value)
+        return VAR_REFERENCE.sub(sub, value)
     if isinstance(value, dict):
         # A key is named in the field path only as far as name_start shows it (a value pasted
         # into an env or header name is no part of the path).
         for key in value:
-            _no_lone_surrogate(key, name=name, field=f"{field}.{name_start(key)}".lstrip("."), source=source)
+            _no_lone_surrogate(
+                key, name=name, field=f"{field}.{values.name_start(key)}".lstrip("."), source=source
+            )
         return {
             k: _expand(
-                v, name=name, field=f"{field}.{name_start(k)}".lstrip("."), source=source, environ=environ
+                v,
+                name=name,
+                field=f"{field}.{values.name_start(k)}".lstrip("."),
+                source=source,
+                environ=environ,
             )
             for k, v in value.items()
         }

@@ -19,15 +19,12 @@ __all__ = [
     "arguments",
     "command",
     "directory",
-    "env_name_wrong",
     "header_name",
     "header_value",
     "http_headers",
     "http_url",
     "inherited_names",
-    "name_mistake",
     "name_start",
-    "no_nul",
     "variables",
 ]
 
@@ -51,7 +48,7 @@ def name_start(name: str) -> str:
     return start if len(start) <= _SHOWN_NAME else start[:_SHOWN_NAME] + "..."
 
 
-def name_mistake(name: str, wrong: int, kind: str) -> str:
+def _name_mistake(name: str, wrong: int, kind: str) -> str:
     """What is wrong with ``name``, such as ``a header name holds ':' after 'X-Api-Key'``: the
     character at ``wrong`` named, and the name only as :func:`name_start` shows it."""
     start, char = name_start(name), ascii(name[wrong])
@@ -74,7 +71,7 @@ def header_name(value: str) -> str:
             raise ValueError("a header name is empty; use letters, digits and '-' (such as \"X-Api-Key\")")
         wrong = next(i for i, char in enumerate(value) if not _HEADER_NAME.fullmatch(char))
         raise ValueError(
-            f"{name_mistake(value, wrong, 'a header name')}, which no HTTP header name can; "
+            f"{_name_mistake(value, wrong, 'a header name')}, which no HTTP header name can; "
             'give the name alone (such as "X-Api-Key") and put the value on the right'
         )
     return value
@@ -92,14 +89,14 @@ def header_value(value: str) -> str:
     return value
 
 
-def env_name_wrong(name: str) -> int | None:
+def _env_name_wrong(name: str) -> int | None:
     """Where an environment variable name holds what the operating system ends it at
     (``=`` or NUL), or None."""
     found = re.search(r"[=\0]", name)
     return None if found is None else found.start()
 
 
-def no_nul(value: str) -> str:
+def _no_nul(value: str) -> str:
     """``value`` as given when it holds no NUL: the operating system ends a program's
     arguments, variables and paths at one."""
     if "\0" in value:
@@ -150,9 +147,9 @@ def inherited_names(value: Any) -> Any:
                 f"{name!r} is not an environment variable name; list names such as "
                 '"AWS_PROFILE", or use true to pass every variable'
             )
-        if (wrong := env_name_wrong(name)) is not None:
+        if (wrong := _env_name_wrong(name)) is not None:
             raise ValueError(
-                f"{name_mistake(name, wrong, 'a variable name')}; list names alone such as "
+                f"{_name_mistake(name, wrong, 'a variable name')}; list names alone such as "
                 '"AWS_PROFILE", or use true to pass every variable'
             )
     return value
@@ -162,25 +159,25 @@ def command(value: str) -> str:
     """A stdio server's ``command``: not blank, no NUL."""
     if not value.strip():
         raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
-    return no_nul(value)
+    return _no_nul(value)
 
 
 def arguments(value: list[str]) -> list[str]:
     """A stdio server's ``args``: no NUL in any."""
     for arg in value:
-        no_nul(arg)
+        _no_nul(arg)
     return value
 
 
 def variables(value: dict[str, str]) -> dict[str, str]:
     """A stdio server's ``env``: names without ``=`` or NUL, values without NUL."""
     for name, text in value.items():
-        if (wrong := env_name_wrong(name)) is not None:
+        if (wrong := _env_name_wrong(name)) is not None:
             raise ValueError(
-                f'{name_mistake(name, wrong, "an env name")}; put the value on the right ("API_TOKEN": "...")'
+                f'{_name_mistake(name, wrong, "an env name")}; put the value on the right ("API_TOKEN": "...")'
             )
         try:
-            no_nul(text)
+            _no_nul(text)
         except ValueError as exc:
             raise ValueError(f"the value of {name_start(name)!r} {exc}") from None
     return value
@@ -190,4 +187,4 @@ def directory(value: str | None) -> str | None:
     """A stdio server's ``cwd``: absent, or not blank and without NUL."""
     if value is not None and not value.strip():
         raise ValueError("is blank; set the server's working directory, or remove the field")
-    return value if value is None else no_nul(value)
+    return value if value is None else _no_nul(value)
