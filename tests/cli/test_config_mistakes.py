@@ -450,6 +450,37 @@ def test_a_hand_written_configs_json_others_can_read_is_warned_of_with_the_fix(h
     assert run.stderr.count(warning) == 1 and "sk-live" not in run.stderr + run.stdout, str(run)
 
 
+_KEYED = {
+    "docs": {
+        "url": "https://mcp.example.com/mcp",
+        "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+    },
+    "time": {"command": "true"},
+}
+
+
+@pytest.mark.parametrize(
+    "args", [("mcp", "add", "more", "--", "true"), ("mcp", "remove", "time"), ("mcp", "disable", "time")]
+)
+def test_an_edit_that_saves_a_file_others_could_read_gives_no_advice_it_made_stale(
+    home: Home, args: tuple[str, ...]
+) -> None:
+    # The edit warned "run chmod 600" on its load, then saved the file 0600 itself.
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen(*args)
+    assert run.code == 0 and "can be read by other users" not in run.stderr, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_edit_that_saves_nothing_still_warns_of_a_file_others_can_read(home: Home) -> None:
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "enable", "time")  # enabled already: nothing written
+    assert run.code == 0 and run.stderr.count("can be read by other users (mode 0644)") == 1, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o644
+
+
 def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -> None:
     # `keen mcp list` read it as a missing file and said "No MCP servers configured": the
     # servers were in the file the link lost, and only an edit said so.

@@ -33,7 +33,7 @@ from keen.mcp.config.importer import (
     import_mcp_servers,
     suggest_name,
 )
-from keen.mcp.config.load import load_config
+from keen.mcp.config.load import load_config, warn_if_others_read_secrets
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     config_file,
@@ -60,7 +60,10 @@ _LOCK_TIMEOUT_SECONDS = 10.0
 
 @contextlib.contextmanager
 def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
-    """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first."""
+    """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first.
+
+    A file other users can read that holds a key in clear is warned of when the block is
+    done, and only if it still is: an edit that saved it wrote it 0600."""
     config_path.parent.mkdir(parents=True, exist_ok=True)
     # Beside the file a symlink points to: two KEEN_HOMEs linking one dotfiles configs.json
     # take one lock, or each would write the file under its own and lose the other's entry.
@@ -74,10 +77,12 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
             "try again when it is done",
             path=str(config_path),
         ) from None
+    checked = False
     try:
         existing: dict[str, Any] | None = None
         if real.exists():
-            load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
+            # Raises only for a file that cannot be used at all; the warning waits for the save.
+            load_config(config_path, strict=False, warn_readable=False)
             text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
             where = _not_finite(existing)
@@ -97,9 +102,12 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
                     path=str(config_path),
                     server=twice[0],
                 )
+        checked = True
         yield existing
     finally:
         lock.release()
+        if checked:
+            warn_if_others_read_secrets(config_path)
 
 
 def _not_finite(value: Any, where: str = "") -> str | None:

@@ -7,6 +7,7 @@ each converted entry validated by ``servers``): the importer and the model form 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -14,16 +15,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from keen._fs import BOM
+from keen._fs import BOM, link_target
 from keen.errors import ConfigError
 from keen.mcp.config.servers import MCPConfig, config_file, declared_kinds, read_json, validate_config
 
-__all__ = ["load_config", "parse_config"]
+__all__ = ["load_config", "parse_config", "warn_if_others_read_secrets"]
 
 logger = logging.getLogger(__name__)
 
 
-def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
+def load_config(
+    path: Path, *, environ: dict[str, str] | None = None, strict: bool = True, warn_readable: bool = True
+) -> MCPConfig:
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
@@ -33,11 +36,12 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
             goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
             :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
+        warn_readable: warn of a file other users can read that holds a credential written
+            in clear (:func:`warn_if_others_read_secrets`); ``False`` for an edit, which
+            writes the file 0600 and then warns only if it did not.
 
     Returns:
-        The validated config, servers in file order. A file other users can read that
-        holds a credential written in clear is warned of once a process (the logger, never
-        the value; README "Configure servers").
+        The validated config, servers in file order.
 
     Raises:
         ConfigError: unreadable (a symlink to nothing or a loop of them too) or invalid
@@ -75,29 +79,49 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     if not text.strip():
         return MCPConfig.model_construct()  # an empty file (`touch configs.json`): as a missing one
     config = parse_config(text, source=str(path), environ=environ, strict=strict)
-    _warn_if_others_read_secrets(path, file, text)
+    if warn_readable:
+        _warn(path, file, text)
     return config
 
 
 _WARNED: set[str] = set()
-"""The files :func:`_warn_if_others_read_secrets` warned about: once a process (a command may
+"""The files :func:`warn_if_others_read_secrets` warned about: once a process (a command may
 load configs.json several times)."""
 
 
-def _warn_if_others_read_secrets(path: Path, file: Path, text: str) -> None:
-    """Warn once when others may read configs.json and it holds credentials written in clear.
+def warn_if_others_read_secrets(path: Path) -> None:
+    """Warn once a process when other users may read configs.json and it holds credentials
+    written in clear (README "Configure servers").
 
     Keen writes the file 0600, but one written by hand (or by a dotfiles tool) may be 0644:
-    every user of the machine could read its keys. The warning names the servers and fields
-    (:func:`keen.mcp.config.secrets.secrets_in_clear`), never a value, and both fixes.
+    every user of the machine could read its keys. The warning (the logger) names the servers
+    and fields (:func:`keen.mcp.config.secrets.secrets_in_clear`), never a value, and both
+    fixes. :func:`load_config` calls it; an edit calls it once it has saved the file, so a
+    file it wrote 0600 gets no advice that is out of date.
+
+    Args:
+        path: configs.json, or a symlink to it; a file that cannot be read or parsed is left
+            to the reader that will say why.
     """
+    try:
+        file = link_target(path)
+        text = file.read_text(encoding="utf-8").removeprefix(BOM)
+    except (OSError, UnicodeDecodeError):
+        return
+    with contextlib.suppress(ConfigError):
+        _warn(path, file, text)
+
+
+def _warn(path: Path, file: Path, text: str) -> None:
+    """:func:`warn_if_others_read_secrets` of ``file`` (``path``, or the file its symlink
+    points to), whose ``text`` is read already; raises ConfigError for ``text`` that is no JSON."""
     if os.name == "nt" or str(file) in _WARNED:
         return  # Windows: the file's ACL, not these mode bits, says who may read it
     try:
         mode = stat.S_IMODE(file.stat().st_mode)
     except OSError:
         return
-    if not mode & 0o044:
+    if not mode & 0o044 or not text.strip():
         return
     from keen._terminal import shell_word, terminal_text
     from keen.mcp.config.secrets import secrets_in_clear
