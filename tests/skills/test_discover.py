@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import make_home
 from keen import paths
 from keen.cli._wording import describe
 from keen.errors import Remedy, SkillError
 from keen.skills import MARKER_FILE, SkillsConfig, discover, load_skill, split_frontmatter
+from keen.skills.cache import DiscoveryCache
 
 
 @pytest.fixture
@@ -279,6 +281,24 @@ def test_a_symlinked_config_stays_a_link_and_its_file_keeps_its_mode(root: Path,
     assert json.loads(kept.read_text(encoding="utf-8")) == {"is_enabled": {"x": False, "y": False}}
     assert kept.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temp file left beside it
+
+
+def test_a_symlinked_config_is_the_config_and_no_broken_skill(tmp_path: Path) -> None:
+    # Every listing warned "skill 'config.json' skipped: not a directory": the folder's
+    # symlinks were all taken for skills, and the dotfiles link is one.
+    home = make_home(tmp_path)
+    root = home.keen_home / "skills"
+    write_skill(root, "notes", good("notes"))
+    kept = tmp_path / "dotfiles" / "skills-config.json"
+    kept.parent.mkdir()
+    kept.write_text('{"is_enabled": {"notes": false}}', encoding="utf-8")
+    (root / "config.json").symlink_to(kept)
+    found = discover(root)
+    assert found.problems == [] and [(s.name, s.enabled) for s in found.skills] == [("notes", False)]
+    cached = DiscoveryCache(root).discover()  # what a chat and `keen prompt` list from
+    assert cached.problems == [] and [(s.name, s.enabled) for s in cached.skills] == [("notes", False)]
+    for run in (home.keen("skills", "list"), home.keen_process("skills", "list")):
+        assert run.code == 0 and run.stderr == "" and "notes" in run.stdout, str(run)
 
 
 def test_a_config_linked_to_nothing_or_to_itself_is_refused_and_left_a_link(

@@ -26,7 +26,10 @@ from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
 
-__all__ = ["SkillsConfig"]
+__all__ = ["CONFIG_FILE", "SkillsConfig"]
+
+CONFIG_FILE = "config.json"
+"""The skills config's name in the skills directory: never a skill, a plain file or a symlink."""
 
 
 class SkillsConfig:
