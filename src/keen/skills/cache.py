@@ -64,7 +64,7 @@ from typing import Any, NamedTuple
 
 from keen import _digest, paths
 from keen._log import LazyLogger
-from keen.skills.config import CONFIG_FILE, SkillsConfig
+from keen.skills.config import SkillsConfig
 from keen.skills.discover import (
     MARKER_FILE,
     SKILL_FILE,
@@ -77,6 +77,7 @@ from keen.skills.discover import (
     read_marker,
     scan,
 )
+from keen.skills.lock import CONFIG_FILE
 
 __all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state", "store_file"]
 

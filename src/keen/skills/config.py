@@ -8,8 +8,9 @@ loop is refused); unknown top-level keys are kept.
 Several writers change it: the generated-skill sync and live refresh, ``/skills
 enable|disable`` in ``keen chat``, ``keen skills enable|disable``, possibly in different
 processes at once. Each change is a read-modify-write, so each must hold the skills
-directory's lock (:mod:`keen.skills.lock`) from the load to the save, or one writer's save
-drops another's change; :meth:`SkillsConfig.edit` does exactly that.
+directory's lock (:mod:`keen.skills.lock`, and beside the file a symlink points to) from
+the load to the save, or one writer's save drops another's change;
+:meth:`SkillsConfig.edit` does exactly that.
 """
 
 from __future__ import annotations
@@ -26,10 +27,7 @@ from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
 
-__all__ = ["CONFIG_FILE", "SkillsConfig"]
-
-CONFIG_FILE = "config.json"
-"""The skills config's name in the skills directory: never a skill, a plain file or a symlink."""
+__all__ = ["SkillsConfig"]
 
 
 class SkillsConfig:
@@ -118,8 +116,10 @@ class SkillsConfig:
     @classmethod
     @contextlib.contextmanager
     def edit(cls, path: Path, *, timeout: float = 60.0) -> Iterator[SkillsConfig]:
-        """Hold the lock of the skills directory ``path.parent``, load ``path``, yield it, and
-        save it when the block ends without an exception (changed or not: atomic either way).
+        """Hold the lock of the skills directory ``path.parent`` (and, when ``path`` is a
+        symlink, the one beside the file it points to: :func:`keen.skills.lock.locked`), load
+        ``path``, yield it, and save it when the block ends without an exception (changed or
+        not: atomic either way).
 
         Raises:
             SkillError: the config is broken (nothing is written), or another writer held

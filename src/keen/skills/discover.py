@@ -45,7 +45,8 @@ from keen._fs import BOM
 from keen._log import LazyLogger
 from keen._record import FrozenRecord
 from keen.errors import Remedy, SkillError
-from keen.skills.config import CONFIG_FILE, SkillsConfig
+from keen.skills.config import SkillsConfig
+from keen.skills.lock import CONFIG_FILE
 
 __all__ = [
     "MANAGED_BY",
