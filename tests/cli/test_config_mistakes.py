@@ -495,6 +495,20 @@ def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -
     assert home.config_path.is_symlink() and not target.parent.exists()
 
 
+def test_a_mcp_folder_linked_to_nothing_is_named_by_reads_and_edits(home: Home, tmp_path: Path) -> None:
+    # KEEN_HOME/mcp -> a dotfiles folder moved away: `keen mcp list` said "No MCP servers
+    # configured" and `keen mcp add` blamed "a file where Keen keeps a folder".
+    folder = home.keen_home / "mcp"
+    folder.symlink_to("../moved/keen-mcp")
+    target = tmp_path / "moved" / "keen-mcp"
+    said = f"{folder} links to {target}, which does not exist; create it or remove the link"
+    for args in (("mcp", "list"), ("mcp", "list", "--json"), ("mcp", "add", "time", "--", "true")):
+        run = home.keen(*args)
+        assert run.code == 2 and said in run.stderr, str(run)
+        assert "No MCP servers configured" not in run.stdout and "keeps a folder" not in run.stderr, str(run)
+    assert folder.is_symlink() and not target.parent.exists()
+
+
 @pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])
 def test_sessions_show_refuses_an_id_no_session_can_have(home: Home, session_id: str) -> None:
     # 5,000 characters reached open() and its ENAMETOOLONG was an internal error.

@@ -59,13 +59,19 @@ def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
     assert config.servers == {}
 
 
-def test_a_symlink_to_nothing_is_no_missing_file(tmp_path: Path) -> None:
-    # Each read took it for no file: no servers, where the user's are in the file it lost.
+@pytest.mark.parametrize("linked", ["configs.json", "mcp"])
+def test_a_symlink_to_nothing_is_no_missing_file(tmp_path: Path, linked: str) -> None:
+    # Each read took it for no file: no servers, where the user's are in the file (or the
+    # folder: KEEN_HOME/mcp kept with one's dotfiles) the link lost.
     path = tmp_path / "mcp" / "configs.json"
-    path.parent.mkdir()
-    path.symlink_to(tmp_path / "dotfiles" / "configs.json")
+    if linked == "mcp":
+        path.parent.symlink_to(tmp_path / "dotfiles" / "keen-mcp")
+    else:
+        path.parent.mkdir()
+        path.symlink_to(tmp_path / "dotfiles" / "configs.json")
+    link = path if linked == "configs.json" else path.parent
     with pytest.raises(
-        ConfigError, match=r"links to .*dotfiles/configs\.json, which does not exist; create it"
+        ConfigError, match=rf"^{re.escape(str(link))} links to .*dotfiles/.*, which does not exist; create it"
     ):
         load_config(path, strict=False)
     assert known_servers(path) is None  # not [] (no servers): load_config must say it

@@ -64,10 +64,11 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
 
     A file other users can read that holds a key in clear is warned of when the block is
     done, and only if it still is: an edit that saved it wrote it 0600."""
-    config_path.parent.mkdir(parents=True, exist_ok=True)
     # Beside the file a symlink points to: two KEEN_HOMEs linking one dotfiles configs.json
     # take one lock, or each would write the file under its own and lose the other's entry.
+    # First: a folder link to nothing on the way is named, not made a "file in its place".
     real = config_file(config_path)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(real.with_name(real.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
     try:
         lock.acquire()
