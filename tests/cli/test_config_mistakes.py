@@ -428,6 +428,87 @@ def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_pat
     assert not gone.exists() and home.config_path.is_symlink()
 
 
+def test_a_hand_written_configs_json_others_can_read_is_warned_of_with_the_fix(home: Home) -> None:
+    # 0644 with an API key in it: every command read it without a word.
+    home.write(
+        {
+            "docs": {
+                "url": "https://mcp.example.com/mcp",
+                "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+            },
+            "time": {"command": "true", "env": {"TZ": "UTC"}},
+        }
+    )
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "get", "docs")
+    assert run.code == 0, str(run)
+    warning = (
+        f"{home.config_path} can be read by other users (mode 0644) and holds credentials written in clear "
+        f"(server 'docs' auth.key); run chmod 600 {home.config_path}, or put each value in an environment "
+        "variable and write ${VAR} in its place"
+    )
+    assert run.stderr.count(warning) == 1 and "sk-live" not in run.stderr + run.stdout, str(run)
+
+
+_KEYED = {
+    "docs": {
+        "url": "https://mcp.example.com/mcp",
+        "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+    },
+    "time": {"command": "true"},
+}
+
+
+@pytest.mark.parametrize(
+    "args", [("mcp", "add", "more", "--", "true"), ("mcp", "remove", "time"), ("mcp", "disable", "time")]
+)
+def test_an_edit_that_saves_a_file_others_could_read_gives_no_advice_it_made_stale(
+    home: Home, args: tuple[str, ...]
+) -> None:
+    # The edit warned "run chmod 600" on its load, then saved the file 0600 itself.
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen(*args)
+    assert run.code == 0 and "can be read by other users" not in run.stderr, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_edit_that_saves_nothing_still_warns_of_a_file_others_can_read(home: Home) -> None:
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "enable", "time")  # enabled already: nothing written
+    assert run.code == 0 and run.stderr.count("can be read by other users (mode 0644)") == 1, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -> None:
+    # `keen mcp list` read it as a missing file and said "No MCP servers configured": the
+    # servers were in the file the link lost, and only an edit said so.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to("../../moved/configs.json")
+    target = tmp_path / "moved" / "configs.json"
+    for args in (("mcp", "list"), ("mcp", "list", "--json")):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        said = f"{home.config_path} links to {target}, which does not exist; create it or remove the link"
+        assert said in run.stderr and "No MCP servers configured" not in run.stdout, str(run)
+    assert home.config_path.is_symlink() and not target.parent.exists()
+
+
+def test_a_mcp_folder_linked_to_nothing_is_named_by_reads_and_edits(home: Home, tmp_path: Path) -> None:
+    # KEEN_HOME/mcp -> a dotfiles folder moved away: `keen mcp list` said "No MCP servers
+    # configured" and `keen mcp add` blamed "a file where Keen keeps a folder".
+    folder = home.keen_home / "mcp"
+    folder.symlink_to("../moved/keen-mcp")
+    target = tmp_path / "moved" / "keen-mcp"
+    said = f"{folder} links to {target}, which does not exist; create it or remove the link"
+    for args in (("mcp", "list"), ("mcp", "list", "--json"), ("mcp", "add", "time", "--", "true")):
+        run = home.keen(*args)
+        assert run.code == 2 and said in run.stderr, str(run)
+        assert "No MCP servers configured" not in run.stdout and "keeps a folder" not in run.stderr, str(run)
+    assert folder.is_symlink() and not target.parent.exists()
+
+
 @pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])
 def test_sessions_show_refuses_an_id_no_session_can_have(home: Home, session_id: str) -> None:
     # 5,000 characters reached open() and its ENAMETOOLONG was an internal error.

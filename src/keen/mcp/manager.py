@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._fs import leads_nowhere
 from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
     ConfigError,
@@ -498,7 +499,7 @@ class Manager:
         try:
             return self.config_path.stat().st_size == 0
         except FileNotFoundError:
-            return True
+            return not leads_nowhere(self.config_path)  # a link to nothing: loading it says so
         except OSError:
             return False  # loading it says what is wrong
 
