@@ -223,6 +223,9 @@ class Call:
     approver: Approver = field(default_factory=Approver)
     caller: str | None = None
     call_id: str = ""
+    tool_call_id: str = ""
+    """The model's id of the call (a chat model's tool call ``id``), when a model sent it:
+    its ``result`` event names it, so a resumed chat gives each result to its own call."""
     server: str | None = None
     tool: str | None = None
     capability: Any = None

@@ -216,3 +216,83 @@ async def test_a_secret_known_now_but_not_when_the_log_was_written_does_not_go_b
         {"role": "user", "content": "and now?"},
     ]
     assert secret not in new_log.read_text()
+
+
+def _lines(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _killed_copy(log: Path, events: list[dict[str, Any]]) -> Path:
+    """``events`` as the log of a session killed during its last turn (no ``agent.turn``)."""
+    copy = log.with_name(f"killed-{log.name}")
+    copy.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] != "agent.turn"))
+    return copy
+
+
+def _record_lines(messages: list[Any]) -> list[str]:
+    return [
+        line
+        for m in messages
+        if m.kind == "compacted"
+        for line in m.content.splitlines()
+        if line.startswith("- ")
+    ]
+
+
+async def test_results_logged_out_of_order_are_restored_each_to_its_own_call(world: World) -> None:
+    # Two calls of one answer. Each result event names the model's id of its call; calls run
+    # side by side would log their results in the order they finished: the second first.
+    model = world.script(
+        step(call("read_file", path=world.schema("basic", "echo"))),
+        step(
+            call(MCP, server="basic", tool="echo", arguments={"text": "alpha"}),
+            call(MCP, server="basic", tool="echo", arguments={"text": "omega"}),
+        ),
+        step(content="done"),
+    )
+    async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
+        await agent.run_turn("echo both")
+        log = agent.harness.log.path
+    events = _lines(log)
+    answer = next(e for e in events if e["type"] == "agent.model" and len(e["tool_calls"]) == 2)
+    ids = [c["id"] for c in answer["tool_calls"]]
+    echoes = [i for i, e in enumerate(events) if e["type"] == "result" and e.get("tool") == "echo"]
+    assert [events[i]["tool_call_id"] for i in echoes] == ids and len(set(ids)) == 2
+    first, second = echoes
+    events[first], events[second] = events[second], events[first]
+    restored = restore(_killed_copy(log, events))
+    lines = _record_lines(restored.messages)
+    assert [line for line in lines if "basic/echo" in line] == [
+        '- call_mcp_tool basic/echo {"text": "omega"} -> ok: omega',
+        '- call_mcp_tool basic/echo {"text": "alpha"} -> ok: alpha',
+    ]
+
+
+async def test_a_log_whose_results_name_no_call_is_restored_by_their_order(world: World) -> None:
+    # A Keen before results named the model's id of their call: each result goes to the
+    # turn's first call still without one, the order the agent ran them in.
+    model = world.script(
+        step(call("read_file", path=world.schema("basic", "echo"))),
+        step(
+            call(MCP, server="basic", tool="echo", arguments={"text": "alpha"}),
+            call(MCP, server="basic", tool="echo", arguments={"text": "omega"}),
+        ),
+        step(content="done"),
+    )
+    async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
+        await agent.run_turn("echo both")
+        live = _records(agent.history)
+        log = agent.harness.log.path
+    events = _lines(log)
+    for event in events:
+        event.pop("tool_call_id", None)
+        if event["type"] == "agent.turn":
+            del event["messages"], event["calls"]
+    older = log.with_name("older.jsonl")
+    older.write_text("".join(json.dumps(e) + "\n" for e in events))
+    restored = restore(older)
+    assert _records(restored.messages) == live
+    assert [line for line in _record_lines(restored.messages) if "basic/echo" in line] == [
+        '- call_mcp_tool basic/echo {"text": "alpha"} -> ok: alpha',
+        '- call_mcp_tool basic/echo {"text": "omega"} -> ok: omega',
+    ]

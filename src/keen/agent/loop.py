@@ -441,7 +441,9 @@ class Agent:
                 self.harness.end_step(steps_in_turn=result.steps, reconnected=server)
                 self._begin()
         # Arguments that were not a JSON object go as sent: the validate gate refuses them.
-        obs = await self.harness.call(call.name, call.arguments if call.unparsed is None else call.unparsed)
+        obs = await self.harness.call(
+            call.name, call.arguments if call.unparsed is None else call.unparsed, tool_call_id=call.id
+        )
         text = self._explain(call, obs)
         view.observation(obs if text == obs.text else _with_text(obs, text))
         outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")

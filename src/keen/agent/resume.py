@@ -8,7 +8,9 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
   did not finish was never run: it gets the result :func:`~keen.agent.unfinished.not_run`
   gave it);
 - ``result``: each call's result, the text the harness gave the model, matched to the
-  turn's calls in order (the agent runs them one after the other);
+  turn's call whose id its ``tool_call_id`` names (the model's id of the call); a result
+  without one (a log written before the field) goes to the turn's first call still
+  waiting, the order the agent ran them in;
 - ``agent.turn``: the turn's end, with the messages the agent kept of the turn (its tool
   traffic compacted, each result as the model read it: the front end's hints and notes
   included), which replace the turn's rebuilt messages. A log written before the event held
@@ -279,7 +281,7 @@ class _Rebuild:
         """Where the open turn's messages begin in :attr:`history`; None between turns."""
         self.records: list[CallRecord] = []
         self.waiting: list[Any] = []
-        """The open turn's tool calls still without a result, in order."""
+        """The open turn's tool calls still without a result, in the model's order."""
         self.said = ""
 
     def where(self, number: int) -> str:
@@ -322,11 +324,21 @@ class _Rebuild:
             # The call was stopped with its turn: the agent gave it no result of this call's
             # (the turn's end answers it: close).
             return
-        call = self.waiting.pop(0)
+        call = self.waiting.pop(self._waiting_index(event.get("tool_call_id")))
         self.answer(call, text, outcome)
         server = event.get("server")
         if isinstance(server, str) and server:
             self.servers[server] = None
+
+    def _waiting_index(self, model_id: object) -> int:
+        """Where in :attr:`waiting` the call a result answers is: the one with the model's id
+        the result names; without an id (a log written before results named it, or a model
+        that gave none) or with one no call waiting has, the first, as the agent ran them."""
+        if isinstance(model_id, str) and model_id:
+            for index, call in enumerate(self.waiting):
+                if call.id == model_id:
+                    return index
+        return 0
 
     def answer(self, call: Any, text: str, outcome: str) -> None:
         self.history.append(
