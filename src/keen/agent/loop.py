@@ -482,6 +482,9 @@ class Agent:
             # from the calls' raw results (keen.agent.resume).
             calls=len(records),
             messages=[message_record(m) for m in self.history[start:]],
+            # The tools the model unlocked, the last step's too: a resumed session asks for
+            # them again (keen.agent.resume).
+            requested=list(self.harness.requested),
         )
 
     # -- gates and wording -------------------------------------------------------------------
@@ -649,9 +652,16 @@ class Agent:
         ``agent.resume`` event naming its parent, so this log suffices to resume this
         session in turn. Call it before the first turn, once the runtime and the model are
         open: each message is redacted again with the secrets known then (a key configured
-        since the log was written; :func:`keen.agent.resume.redacted`)."""
+        since the log was written; :func:`keen.agent.resume.redacted`).
+
+        The tools the model had unlocked (``restored.requested``) are asked for again: the
+        discovery policy offers each from the next step on while its server is connected,
+        it is in the catalog (not gone, held for review or quarantined) and the mode allows
+        it, as for a tool the model asked for in this session."""
         self.history = [redacted(m) for m in restored.messages]
         self.turns = restored.turns
+        requested = self.harness.requested
+        requested[:0] = [i for i in restored.requested if i not in requested]
         self.harness.log.emit(
             "agent.resume",
             parent=restored.session_id,
@@ -659,6 +669,7 @@ class Agent:
             calls=restored.calls,
             servers=restored.servers,
             messages=[message_record(m) for m in self.history],
+            requested=list(requested),
         )
 
     def reload_catalog(self) -> None:

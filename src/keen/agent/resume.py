@@ -21,6 +21,14 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
 - ``agent.resume``: the conversation a resumed session began with (its parent's, whole), so
   a log is enough on its own even when its parent is gone.
 
+The tools the model unlocked (the harness's ``requested`` capability ids: search hits and
+schemas read, docs/architecture.md "The harness") come back too, as the log last recorded
+them: in ``agent.turn`` and ``agent.resume`` (``requested``), and in each ``capability.diff``
+of a step (``policy_inputs.requested``: a turn the log does not end, a log written before the
+other two held them). They are asked for again, not shown: the discovery policy checks each
+against the servers and their pins as they are now, so a tool gone, held for review or
+quarantined since stays hidden.
+
 The log holds every string redacted (:mod:`keen._redact`): a secret redacted there stays
 redacted in the rebuilt conversation, since the rebuild reads nothing else; a secret Keen
 knows now but did not when the log was written is redacted as the agent takes the
@@ -87,6 +95,8 @@ class Restored:
         calls: tool calls of those turns (in the history as compacted records).
         workspace: the session's workspace, as recorded ("" when the log does not say).
         servers: the MCP servers its calls used.
+        requested: the capability ids the model had asked for (the tools it unlocked: search
+            hits, schemas read), least recent first, as the log last recorded them.
         notes: what the rebuild skipped or could not restore, one line each.
     """
 
@@ -97,6 +107,7 @@ class Restored:
     calls: int = 0
     workspace: str = ""
     servers: list[str] = field(default_factory=lambda: list[str]())
+    requested: list[str] = field(default_factory=lambda: list[str]())
     notes: list[str] = field(default_factory=lambda: list[str]())
 
 
@@ -283,6 +294,14 @@ class _Rebuild:
         self.waiting: list[Any] = []
         """The open turn's tool calls still without a result, in the model's order."""
         self.said = ""
+        self.requested: list[str] = []
+        """The capability ids the model had asked for, as the latest event recording them says."""
+
+    def asked(self, raw: object) -> None:
+        """The requested ids an event records (a list of strings; anything else, or a log
+        written before the field, leaves the last ones known)."""
+        if isinstance(raw, list):
+            self.requested = [i for i in raw if isinstance(i, str)]  # pyright: ignore[reportUnknownVariableType]
 
     def where(self, number: int) -> str:
         return f"line {number} of {self.path}"
@@ -356,6 +375,7 @@ class _Rebuild:
     def ended(self, event: dict[str, Any], number: int) -> None:
         """The turn's end: the messages the agent kept of it, when the log holds them (a Keen
         before it did not write them: the turn is rebuilt from its events instead)."""
+        self.asked(event.get("requested"))
         raw = event.get("messages")
         if self.start is None or raw is None:
             self.close(finished=True, cancelled=event.get("cancelled") is True)
@@ -403,6 +423,7 @@ class _Rebuild:
         self.servers = (
             dict.fromkeys(s for s in servers if isinstance(s, str)) if isinstance(servers, list) else {}
         )
+        self.asked(event.get("requested"))
 
     def activated(self, event: dict[str, Any]) -> None:
         text = event.get("text")
@@ -453,6 +474,8 @@ def restore(path: Path) -> Restored:
                 rebuild.activated(event)
             elif kind == "agent.resume":
                 rebuild.resumed(event, number)
+            elif kind == "capability.diff" and isinstance(inputs := event.get("policy_inputs"), dict):
+                rebuild.asked(inputs.get("requested"))  # pyright: ignore[reportUnknownMemberType]
     except OSError as exc:
         raise SessionNotResumable(f"cannot read the log {path} ({exc.strerror or exc})") from None
     if not chat:
@@ -469,6 +492,7 @@ def restore(path: Path) -> Restored:
         calls=rebuild.calls,
         workspace=workspace,
         servers=list(rebuild.servers),
+        requested=list(dict.fromkeys(rebuild.requested)),
         notes=[*notes, *rebuild.notes],
     )
 
