@@ -148,7 +148,7 @@ class Asker:
     # -- approval -------------------------------------------------------------------------------
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Ask whether the call may run (an :class:`~keen.agent.loop.Approver`)."""
+        """Ask whether the call may run (an :class:`~keen.agent.loop.ApprovalPrompt`)."""
         async with self._lock:
             return await self._approve(request)
 

@@ -18,7 +18,7 @@ What the model asked for: reading a tool's schema file (``.../mcp:<server>/schem
 or calling a tool that exists but is not visible yet counts as asking for that tool, so the
 discovery policy may show it at the next step (docs/architecture.md "The harness").
 
-Approval: the permission gate asks the :class:`Approver` for each call it marks ``ask``;
+Approval: the permission gate asks the :class:`ApprovalPrompt` for each call it marks ``ask``;
 ``always`` is remembered per (server, tool) for the session. When a call fails because its
 server is not connected, the observation says how the user reconnects it (the front
 end's command, ``connect_command``).
@@ -69,15 +69,22 @@ from keen.skills import Discovery, activate
 if TYPE_CHECKING:
     from keen.runtime import Runtime
 
-__all__ = ["Agent", "ApprovalAnswer", "Approver", "TurnResult", "TurnView"]
+__all__ = ["Agent", "ApprovalAnswer", "ApprovalPrompt", "TurnResult", "TurnView"]
 
 ApprovalAnswer = Literal["yes", "no", "always"]
 DEFAULT_MAX_STEPS = 20
 _SCHEMA_PATH = re.compile(r"mcp:([A-Za-z0-9_-]{1,64})/schemas/(.+)\.json$")
 
 
-class Approver(Protocol):
-    """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments)."""
+class ApprovalPrompt(Protocol):
+    """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments):
+    a person at a prompt (``keen chat``'s, :meth:`keen.agent.asking.Asker.approve`) or a
+    script, answering with an :data:`ApprovalAnswer`.
+
+    The agent passes each answer on as its harness's approval callback's (a
+    :data:`keen.calls.Approval`, which each call holds with who answers it in its
+    :class:`keen.calls.Approver`, for the audit), remembering ``always``.
+    """
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | bool:
         """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session);
@@ -191,7 +198,7 @@ class Agent:
         model: Model,
         *,
         mode: PermissionMode = "ask",
-        approver: Approver | None = None,
+        approver: ApprovalPrompt | None = None,
         elicitor: ElicitationCallback | None = None,
         workspace: Path | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
