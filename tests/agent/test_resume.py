@@ -70,7 +70,7 @@ def _records(messages: list[Any]) -> list[dict[str, Any]]:
 
 async def test_a_result_the_agent_explained_is_restored_as_the_model_read_it(world: World) -> None:
     # A call denied at visibility (no schema read: the agent rewrites the harness's text) and
-    # one the ask mode denies with no approver (the front end's denial_note added): the
+    # one the ask mode denies with no approval prompt (the front end's denial_note added): the
     # history keeps the agent's words, not the harness's raw result that the log also holds.
     model = world.script(
         step(call(MCP, server="basic", tool="echo", arguments={"text": "hi"})),
@@ -108,11 +108,11 @@ async def test_a_cancelled_turn_is_restored_as_the_agent_kept_it(world: World, s
     model = world.script(*steps)
     scope = anyio.CancelScope()
 
-    async def approver(request: Any) -> Any:
+    async def prompt(request: Any) -> Any:
         scope.cancel()
         await anyio.sleep_forever()
 
-    async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
+    async with world.runtime("basic") as rt, world.agent(rt, model, approval_prompt=prompt) as agent:
         if not schema_first:
             await agent.run_turn("read the sleep schema")
         with scope:

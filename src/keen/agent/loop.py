@@ -92,7 +92,7 @@ class ApprovalPrompt(Protocol):
         callback's answer is.
 
         Anything else (``"y"``, ``None``, ``1``, ``numpy.bool``) denies the call as a broken
-        approver, not as the user's no: logged with what to return, and the call's result
+        approval prompt, not as the user's no: logged with what to return, and the call's result
         says the approval step failed.
         """
         ...
@@ -169,7 +169,7 @@ class Agent:
         runtime: an open :class:`keen.runtime.Runtime` (the agent never closes it).
         model: the model (:func:`keen.agent.providers.open_model`).
         mode: the permission mode (``read-only``, ``ask``, ``auto``).
-        approver: asked for calls that need approval; None denies them.
+        approval_prompt: asked for calls that need approval; None denies them.
         elicitor: answers servers' questions to the user; installed on the runtime's
             Manager (servers that connected before see the capability only if the runtime
             was opened with ``elicitation=``).
@@ -198,7 +198,7 @@ class Agent:
         model: Model,
         *,
         mode: PermissionMode = "ask",
-        approver: ApprovalPrompt | None = None,
+        approval_prompt: ApprovalPrompt | None = None,
         elicitor: ElicitationCallback | None = None,
         workspace: Path | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
@@ -209,7 +209,7 @@ class Agent:
     ) -> None:
         self.runtime = runtime
         self.model = model
-        self.approver = approver
+        self.approval_prompt = approval_prompt
         self.max_steps = max_steps
         self.prompt_budget = prompt_budget
         self.connect_command = connect_command
@@ -230,7 +230,7 @@ class Agent:
             runtime.manager.elicitation = elicitor
         self.harness: Harness = runtime.harness(
             mode=mode,
-            approve=self._approve if approver is not None else None,
+            approve=self._approve if approval_prompt is not None else None,
             workspace=workspace,
             session_id=session_id,
             pre_hooks=[self._note_schema_read],
@@ -500,20 +500,20 @@ class Agent:
         key = (request.server, request.tool)
         if key in self.always:
             return True
-        assert self.approver is not None
-        answer: object = await self.approver(request)
+        assert self.approval_prompt is not None
+        answer: object = await self.approval_prompt(request)
         if type(answer) is bool:  # exactly Python's: numpy's bool is refused below
             return answer
         if not isinstance(answer, str) or answer not in ("yes", "no", "always"):
             # Taken as the user's no, True included: the turn read "the user did not approve"
-            # and nothing said the approver answered in the wrong terms. Raised, the call's
+            # and nothing said the prompt answered in the wrong terms. Raised, the call's
             # approval logs this and states a failed approval step (keen.calls.Approver.asks).
             cls = type(answer)
             named = (
                 cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
             )
             raise TypeError(
-                f"the Agent's approver returned {answer!r:.60} ({named}); it must return 'yes', "
+                f"the Agent's approval prompt returned {answer!r:.60} ({named}); it must return 'yes', "
                 "'no' or 'always' (keen.agent.ApprovalAnswer), or a Python bool"
             )
         if answer == "always":
