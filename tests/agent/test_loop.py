@@ -146,7 +146,9 @@ async def test_an_approval_prompt_answering_in_other_terms_is_a_stated_failure_n
 
 
 @pytest.mark.parametrize(("answer", "outcome"), [(True, "ok"), (False, "denied")])
-async def test_an_approval_prompt_may_answer_with_a_python_bool(world: World, answer: bool, outcome: str) -> None:
+async def test_an_approval_prompt_may_answer_with_a_python_bool(
+    world: World, answer: bool, outcome: str
+) -> None:
     made = await _note_answered_by(world, answer)
     assert made["outcome"] == outcome, made
     assert made["declined"] is (not answer)  # False is the person's own no, not a failure

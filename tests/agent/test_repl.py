@@ -101,7 +101,10 @@ async def test_the_repl_keeps_quiet_about_a_persons_no_not_about_an_approval_pro
     )
     screen = StringIO()
     console = Console(file=screen, width=400, color_system=None)
-    async with world.runtime("demo") as rt, world.agent(rt, model, mode="ask", approval_prompt=approve) as agent:
+    async with (
+        world.runtime("demo") as rt,
+        world.agent(rt, model, mode="ask", approval_prompt=approve) as agent,
+    ):
         repl = Repl(rt, agent, console, Asker(console))
         await repl.turn("save a note")
         (entry,) = [c for c in agent.last_result.tool_calls if c["name"] == MCP]  # pyright: ignore[reportOptionalMemberAccess]
