@@ -20,6 +20,7 @@ from keen._redact import REDACTED, redactor
 from keen.agent.resume import find_session, message_record, restore
 from keen.agent.unfinished import CANCELLED
 from keen.capabilities import capability_id
+from keen.harness.refusals import NAME_CHARS
 from keen.runtime import open_runtime
 
 pytestmark = pytest.mark.anyio
@@ -324,13 +325,32 @@ def _notes_runtime(url: str) -> Any:
     return open_runtime(config={"version": 1, "servers": {"notes": entry}}, wait=60, sync=True)
 
 
+DROP_REMOVED = (
+    'Denied (visibility): MCP server "notes" has no tool "drop" in its latest tools/list. Read the '
+    "mcp:notes skill's SKILL.md for the tool names."
+)
+
+
+def _held_text(quoted: str) -> str:
+    """The refusal of notes' tool ``quoted`` (as the refusal quotes it) held for review."""
+    return (
+        f"Denied (visibility): notes/{quoted} is held for review: server notes lists it, but it is new "
+        "or changed since the user trusted the server's tools, so it is not offered and searching "
+        "will not change that. The user can review it with `keen mcp diff notes`, then accept it "
+        "with `keen mcp trust notes`; tell them."
+    )
+
+
 @pytest.mark.parametrize(
-    ("since", "held"),
-    [(_notes_server("keep"), False), (_notes_server("keep", "drop", changed="drop"), True)],
+    ("since", "held", "refused"),
+    [
+        (_notes_server("keep"), False, DROP_REMOVED),
+        (_notes_server("keep", "drop", changed="drop"), True, _held_text("drop")),
+    ],
     ids=["drop-removed", "drop-held-for-review"],
 )
 async def test_tools_unlocked_before_a_resume_are_callable_again_unless_gone_since(
-    world: World, since: FastMCP, held: bool
+    world: World, since: FastMCP, held: bool, refused: str
 ) -> None:
     keep, drop = capability_id("tool", "keep", "notes"), capability_id("tool", "drop", "notes")
     first = world.script(
@@ -366,8 +386,9 @@ async def test_tools_unlocked_before_a_resume_are_callable_again_unless_gone_sin
             assert catalog is not None and ("drop" in listed, drop in catalog) == (held, False)
     kept, dropped = result.tool_calls
     assert (kept["outcome"], kept["gate"], kept["text"]) == ("ok", None, "keep: two")
-    assert (dropped["outcome"], dropped["gate"]) == ("denied", "visibility")
-    assert "drop" in dropped["text"] and "three" not in dropped["text"]
+    # The model is told why (held: what the user runs; removed: the server's own list), not
+    # sent to search for a tool that search cannot return.
+    assert (dropped["outcome"], dropped["gate"], dropped["text"]) == ("denied", "visibility", refused)
     assert [n for n in offered if "notes" in n] == ["mcp__notes__keep"]
     # Resuming the resumed session brings them back too (its agent.resume and agent.turn say).
     assert {keep, drop} <= set(restore(chained).requested)
@@ -377,3 +398,56 @@ async def test_tools_unlocked_before_a_resume_are_callable_again_unless_gone_sin
     older = log.with_name("older.jsonl")
     older.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert set(restore(older).requested) == set(restored.requested) == {keep, drop}
+
+
+async def _pin_notes(world: World) -> None:
+    """notes' tools pinned as the first call to one of them pins them (``pinning: quarantine``)."""
+    model = world.script(
+        step(call("read_file", path=world.schema("notes", "keep"))),
+        step(call(MCP, server="notes", tool="keep", arguments={"text": "one"})),
+        step(content="noted"),
+    )
+    with serve_http(_notes_server("keep")) as srv:
+        async with _notes_runtime(srv.url) as rt, world.agent(rt, model) as agent:
+            result = await agent.run_turn("note one")
+    assert [r["outcome"] for r in result.tool_calls] == ["ok", "ok"]
+    assert (world.home / "mcp" / "pins" / "notes.json").is_file()
+
+
+async def _refusal_of(world: World, server: FastMCP, tool: str) -> dict[str, Any]:
+    """The record of a call to notes' ``tool``, served by ``server``, that nothing unlocked."""
+    model = world.script(
+        step(call(MCP, server="notes", tool=tool, arguments={"text": "two"})), step(content="done")
+    )
+    with serve_http(server) as srv:
+        async with _notes_runtime(srv.url) as rt, world.agent(rt, model) as agent:
+            result = await agent.run_turn("note two")
+    [made] = result.tool_calls
+    return made
+
+
+async def test_a_tool_held_for_review_is_named_escaped_and_cut(world: World) -> None:
+    # A new tool the pins hold: its name is the server's, so the refusal quotes it on one
+    # line (a right-to-left override written out) and at most NAME_CHARS long.
+    await _pin_notes(world)
+    odd = "note\u202e" + "x" * NAME_CHARS
+    refused = await _refusal_of(world, _notes_server("keep", odd), odd)
+    quoted = "note\\u202e" + "x" * (NAME_CHARS - len("note\\u202e") - 1) + "…"
+    assert (refused["outcome"], refused["gate"], refused["text"]) == (
+        "denied",
+        "visibility",
+        _held_text(quoted),
+    )
+
+
+async def test_a_tool_of_a_server_whose_pins_cannot_be_read_is_refused_with_that_reason(world: World) -> None:
+    await _pin_notes(world)
+    (world.home / "mcp" / "pins" / "notes.json").write_text("{broken")
+    refused = await _refusal_of(world, _notes_server("keep"), "keep")
+    assert (refused["outcome"], refused["gate"], refused["text"]) == (
+        "denied",
+        "visibility",
+        "Denied (visibility): notes/keep is held: Keen cannot read the pins of server notes, so none "
+        "of its tools is offered and searching will not change that. The user has to fix or delete "
+        "its pin file (`keen mcp diff notes` says what is wrong); tell them.",
+    )
