@@ -304,6 +304,45 @@ async def test_a_log_whose_results_name_no_call_is_restored_by_their_order(world
     ]
 
 
+async def test_tools_unlocked_in_the_last_step_of_a_killed_turn_come_back(world: World) -> None:
+    # One step unlocks three tools, each its own way: a call to a tool not offered yet (the
+    # agent asks for it), a schema read, a search. The process dies before the next step,
+    # whose capability.diff would have said so, and the turn has no agent.turn.
+    add, echo, pid = (capability_id("tool", t, "basic") for t in ("add", "echo", "pid"))
+    first = world.script(
+        step(
+            call(MCP, server="basic", tool="add", arguments={"a": 1, "b": 2}),
+            call("read_file", path=world.schema("basic", "echo")),
+            call("search_tools", query="the server's process id", limit=1),
+        ),
+        step(content="never sent"),
+    )
+    again = [
+        call(MCP, server="basic", tool="add", arguments={"a": 1, "b": 2}),
+        call(MCP, server="basic", tool="echo", arguments={"text": "x"}),
+        call(MCP, server="basic", tool="pid", arguments={}),
+    ]
+    second = world.script(step(*again), step(content="done"))
+    async with world.runtime("basic") as rt:
+        async with world.agent(rt, first) as agent:
+            await agent.run_turn("unlock three")
+            log = agent.harness.log.path
+        events = _lines(log)
+        killed = _killed_copy(log, events[: next(i for i, e in enumerate(events) if e.get("step") == 2)])
+        restored = restore(killed)
+        assert {add, echo, pid} <= set(restored.requested), restored.requested
+
+        async def yes(request: Any) -> Any:
+            return "yes"  # pid may not run unasked: it claims nothing about what it does
+
+        async with world.agent(rt, second, approval_prompt=yes) as agent:
+            agent.resume(restored)
+            result = await agent.run_turn("use them")
+    # Offered at once, no schema read nor search: each call runs.
+    assert [(c["outcome"], c["gate"]) for c in result.tool_calls] == [("ok", None)] * 3, result.tool_calls
+    assert {"mcp__basic__add", "mcp__basic__echo", "mcp__basic__pid"} <= set(second.tool_names(0))
+
+
 def _notes_server(*tools: str, changed: str = "") -> FastMCP:
     """A FastMCP server ``notes`` whose read-only ``tools`` each return ``<tool>: <text>``;
     the description of tool ``changed`` is another than it was."""
@@ -394,7 +433,7 @@ async def test_tools_unlocked_before_a_resume_are_callable_again_unless_gone_sin
     assert {keep, drop} <= set(restore(chained).requested)
     # A log whose agent.turn did not record them (a Keen before, a turn killed): the last
     # step's capability.diff says what the model had asked for.
-    events = [e for e in _lines(log) if e["type"] != "agent.turn"]
+    events = [e for e in _lines(log) if e["type"] not in ("agent.turn", "capability.request")]
     older = log.with_name("older.jsonl")
     older.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert set(restore(older).requested) == set(restored.requested) == {keep, drop}

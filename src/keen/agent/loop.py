@@ -538,8 +538,8 @@ class Agent:
                 known = self.runtime.manager.status(server).state is ServerState.CONNECTING
             except KeenError:
                 known = False
-        if known and cap_id not in self.harness.requested:
-            self.harness.requested.append(cap_id)
+        if known:
+            self.harness.request([cap_id])
 
     def _explain(self, call: ToolCall, obs: Observation) -> str:
         """The observation's text, plus what the user can do about a disconnected server or

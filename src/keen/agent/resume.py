@@ -23,11 +23,12 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
 
 The tools the model unlocked (the harness's ``requested`` capability ids: search hits and
 schemas read, docs/architecture.md "The harness") come back too, as the log last recorded
-them: in ``agent.turn`` and ``agent.resume`` (``requested``), and in each ``capability.diff``
-of a step (``policy_inputs.requested``: a turn the log does not end, a log written before the
-other two held them). They are asked for again, not shown: the discovery policy checks each
-against the servers and their pins as they are now, so a tool gone, held for review or
-quarantined since stays hidden.
+them: in ``agent.turn`` and ``agent.resume`` (``requested``), in each ``capability.request``
+(the harness's, as the list grows: a tool unlocked in the last step of a turn the process
+did not finish) and in each ``capability.diff`` of a step (``policy_inputs.requested``: a
+log written before the others held them). They are asked for again, not shown: the
+discovery policy checks each against the servers and their pins as they are now, so a tool
+gone, held for review or quarantined since stays hidden.
 
 The log holds every string redacted (:mod:`keen._redact`): a secret redacted there stays
 redacted in the rebuilt conversation, since the rebuild reads nothing else; a secret Keen
@@ -476,6 +477,8 @@ def restore(path: Path) -> Restored:
                 rebuild.resumed(event, number)
             elif kind == "capability.diff" and isinstance(inputs := event.get("policy_inputs"), dict):
                 rebuild.asked(inputs.get("requested"))  # pyright: ignore[reportUnknownMemberType]
+            elif kind == "capability.request":
+                rebuild.asked(event.get("requested"))
     except OSError as exc:
         raise SessionNotResumable(f"cannot read the log {path} ({exc.strerror or exc})") from None
     if not chat:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -317,6 +317,24 @@ class Harness:
             if path in self.touched:
                 self.touched.remove(path)
             self.touched.append(path)
+
+    def request(self, cap_ids: Iterable[str]) -> list[str]:
+        """Ask for capabilities (search hits, a schema read, a call to a tool that exists but
+        is not visible yet): each id not asked for yet joins :attr:`requested`, a discovery
+        policy input, so the next step may show it (docs/architecture.md "The harness").
+
+        A ``capability.request`` event records the ids added and the whole list when any
+        was: a session killed before its next step (whose ``capability.diff`` would say)
+        still tells what the model unlocked (:mod:`keen.agent.resume`).
+
+        Returns:
+            The ids added, in order.
+        """
+        added = [i for i in dict.fromkeys(cap_ids) if i not in self.requested]
+        if added:
+            self.requested.extend(added)
+            self.log.emit("capability.request", step=self.step, added=added, requested=list(self.requested))
+        return added
 
     def set_mode(self, mode: PermissionMode) -> None:
         """Switch the permission mode; the visible set follows at the next step.
@@ -623,7 +641,7 @@ class Harness:
                 assert self.catalog is not None
                 wanted = parse_search(args)
                 out = search_catalog(
-                    self.catalog, self.mode, self.requested, wanted.query, wanted.limit, wanted.kinds
+                    self.catalog, self.mode, self.request, wanted.query, wanted.limit, wanted.kinds
                 )
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
