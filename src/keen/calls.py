@@ -262,6 +262,10 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
     """When the call began (seconds since the epoch); :attr:`at` is its text."""
+    tool_call_id: str = ""
+    """The model's id of the call (a chat model's tool call ``id``), when a model sent it:
+    its ``result`` event names it, so a resumed chat gives each result to its own call
+    (last of the fields: added after the others, it shifts no one's position)."""
 
     @property
     def mcp(self) -> bool:

@@ -94,7 +94,7 @@ async def scripted_session(rt: Runtime, home: Path) -> None:
         return "yes"
 
     model = ScriptedModel(_script(rt.skills_root, home))
-    agent = Agent(rt, model, approver=approve, workspace=home)
+    agent = Agent(rt, model, approval_prompt=approve, workspace=home)
     view = _DemoView()
     try:
         for question in QUESTIONS:

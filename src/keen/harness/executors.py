@@ -5,7 +5,7 @@ reading an MCP resource or getting a prompt, and asking a call's approver."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from keen.calls import ApprovalRequest, Approver, allow_all
@@ -104,23 +104,29 @@ async def ask(
 
 
 def search_catalog(
-    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, limit: int, kinds: Iterable[str]
+    catalog: Catalog,
+    mode: PermissionMode,
+    request: Callable[[Iterable[str]], object],
+    query: str,
+    limit: int,
+    kinds: Iterable[str],
 ) -> Output:
     """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
     the resource index) next step, and on which other servers an identical copy is; hits the
-    mode allows, and their copies, are appended to ``requested``. Raises ValueError for an
-    empty query."""
+    mode allows, and their copies, are asked for with one ``request`` (a harness's
+    :meth:`~keen.harness.Harness.request`). Raises ValueError for an empty query."""
     # The input schema allows only tool, resource and prompt.
     hits = catalog.search(
         query, limit, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds)))
     )
     lines: list[str] = []
+    unlocked: list[str] = []
     for hit in hits:
         hidden = visibility(catalog.get(hit.id), mode)
         if hidden is None:
             # Identical copies (same definition and risk) are requested too, so the model may
             # call any of them; the hit last, so it wins a place under a tight budget.
-            requested.extend(i for i in (*hit.copies, hit.id) if i not in requested)
+            unlocked += (*hit.copies, hit.id)
         if hit.kind == "tool":
             state = "callable next step" if hidden is None else f"not available: {hidden}"
             what = f"tool {hit.tool}, {hit.risk} risk"
@@ -130,6 +136,7 @@ def search_catalog(
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
+    request(unlocked)
     if not lines:
         # Said even when a note follows: the note alone read as the answer. In read-only mode
         # the search leaves out what may write: other words will not find those.
