@@ -398,7 +398,9 @@ class Manager:
     def subscribe_changes(self, observer: ChangeObserver) -> Callable[[], None]:
         """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
         list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
-        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``).
+        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``). A server
+        down at start is told once, at its first connect, with every tool added (reason
+        ``reconnect``); a server's first attempt that connects is told to no one.
 
         The observer must return quickly (hand slow work to a task or thread); its exceptions
         are logged. Returns a function that unsubscribes it (safe to call twice).
