@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._terminal import name_in_message
 from keen.calls import (
     Approval,
     Approver,
@@ -631,7 +632,9 @@ class Harness:
     def _load_skill(self, name: str) -> Output:
         cap_id = capability_id("skill", name)
         if cap_id not in self.visible:
-            raise LocalToolError(f"no skill {name!r} in the skill index; pick a name from the index")
+            raise LocalToolError(
+                f"no skill {name_in_message(name)!r} in the skill index; pick a name from the index"
+            )
         loaded = self._caps[cap_id].load()
         self.log.emit("capability.loaded", step=self.step, id=cap_id)
         return Output(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from keen._terminal import name_in_message
 from keen.capabilities import Catalog, PermissionMode
 from keen.errors import KeenError
 from keen.gateway import Gateway
@@ -41,7 +42,7 @@ def why_hidden(
         known = None
     if known is None and gateway and (trouble := server_trouble(gateway.manager, name, server)):
         return words(trouble, trouble.server), trouble.code
-    return hidden_reason(known, mode, f"{server}/{tool}" if server else name), None
+    return hidden_reason(known, mode, name_in_message(f"{server}/{tool}" if server else name)), None
 
 
 def not_in_catalog(
@@ -58,5 +59,5 @@ def not_in_catalog(
             gateway.manager.find_tool(server, tool)
         except KeenError as exc:
             return "validate", words(exc, server), exc.code
-    what = f"{server}/{tool}" if server else "this tool"
+    what = name_in_message(f"{server}/{tool}") if server else "this tool"
     return "visibility", f"{what} is not served here", None

@@ -29,6 +29,7 @@ import anyio.abc
 
 from keen import paths
 from keen._gcfreeze import freeze_if_asked
+from keen._terminal import name_in_message
 from keen.errors import (
     ConfigError,
     InvalidArguments,
@@ -812,7 +813,7 @@ class Manager:
             # Sent, the SDK's request model refused them and the error read as the server's
             # "invalid answer", with pydantic's help URL.
             raise InvalidArguments(
-                f'arguments for prompt "{prompt}" of MCP server "{name}" must be strings: {problem}; '
+                f'arguments for prompt "{name_in_message(prompt)}" of MCP server "{name}" must be strings: {problem}; '
                 "prompts/list gives the prompt's arguments.",
                 server=name,
                 remedy=None,
