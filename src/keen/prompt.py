@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from keen import paths
 from keen._lazy import exports_from, lazy_module_attrs
 from keen.entry_tools import call_tool_definition, search_tool_definition
+from keen.errors import BudgetTooSmall
 from keen.skills import render_skills_section
 from keen.skills.cache import DiscoveryCache
 from keen.tokens import TokenCounter
@@ -97,8 +98,17 @@ def budgeted_prompt(
         counter: the token counter; default :func:`keen.tokens.token_counter`.
         usefulness: per-server weights deciding which servers fold first.
 
+    Returns:
+        The section, its ``tokens`` never above ``budget``. Its ``step`` is ``empty`` when
+        the budget holds the two definitions but not the skills header and one line: the
+        text is ``""`` and every skill is in ``folded`` (``keen prompt --budget`` names the
+        least budget that lists them).
+
     Raises:
         ValueError: ``budget`` < 0.
+        BudgetTooSmall: ``budget`` is below the two definitions' own tokens, which are sent
+            with any prompt: no section fits. Its ``minimum`` is their count, the least
+            budget that can be met (a ``ValueError`` too).
         SkillError: the skills directory cannot be read.
     """
     from keen.capabilities import budgeted_section
@@ -107,7 +117,7 @@ def budgeted_prompt(
     if call_tool is None:
         call_tool = call_tool_definition("openai", skills_dir=str(root))
     found = DiscoveryCache(root).discover()
-    return budgeted_section(
+    section = budgeted_section(
         found.enabled,
         budget,
         skills_root=root.absolute(),
@@ -115,3 +125,14 @@ def budgeted_prompt(
         overhead=mcp_tool_definitions(call_tool),
         usefulness=usefulness,
     )
+    if section.overhead_tokens > budget:
+        # Returned, the section (step "empty") cost more than was asked and said nothing: a
+        # host sent a prompt over its budget, believing it within.
+        raise BudgetTooSmall(
+            f"a budget of {budget} tokens is below the {section.overhead_tokens} tokens of the tool "
+            "definitions sent with the prompt (call_mcp_tool and search_tools), so no prompt fits it; "
+            f"give at least {section.overhead_tokens} tokens, more to list the skills",
+            budget=budget,
+            minimum=section.overhead_tokens,
+        )
+    return section

@@ -173,26 +173,37 @@ def _check_fits(text: str, max_chars: int) -> None:
 def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
     # keen.gateway.tool_definition is this function; the gateway's pipeline is not needed here.
     from keen.entry_tools import call_tool_definition as tool_definition
+    from keen.errors import BudgetTooSmall
     from keen.prompt import budgeted_prompt
 
     root = paths.skills_dir()
     call_tool = tool_definition("openai", skills_dir=str(root))
-    section = budgeted_prompt(tokens, root, call_tool=call_tool)
-    if as_json:
-        print_json({**section.to_dict(), "text": section.text})
-        return
-    if section.step == "empty" and (section.listed or section.folded):
-        held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
+    try:
+        section = budgeted_prompt(tokens, root, call_tool=call_tool)
+    except BudgetTooSmall as exc:
+        section, overhead, held = None, exc.minimum, "cannot hold even"
+    else:
+        overhead, held = section.overhead_tokens, "holds only"
+        if as_json:
+            print_json({**section.to_dict(), "text": section.text})
+            return
+    if section is None or (section.step == "empty" and (section.listed or section.folded)):
         from keen.tokens import token_counter
 
         # The probes are computed, never kept: passing a counter skips the section store,
         # whose few places belong to the budgets the prompt is really built at.
         counter = token_counter()
-        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool, counter=counter).step  # noqa: E731
+
+        def fits(budget: int) -> str:
+            try:
+                return budgeted_prompt(budget, root, call_tool=call_tool, counter=counter).step
+            except BudgetTooSmall:
+                return "empty"
+
         least = _least_budget(tokens, lambda budget: fits(budget) != "empty")
         whole = _least_budget(least, lambda budget: fits(budget) == "full")
         fail(
-            f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
+            f"a budget of {tokens} tokens {held} the tool definitions ({overhead} tokens), "
             f"with no room for the skills header and one line; raise --budget to at least {least} "
             f"(every server behind search_tools), or {whole} for the whole catalog"
         )
