@@ -400,8 +400,9 @@ class Manager:
         """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
         list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
         reconnect found tools added, removed or changed (``keen.mcp.listing.changes``). A server
-        down at start is told once, at its first connect, with every tool added (reason
-        ``reconnect``); a server's first attempt that connects is told to no one.
+        down at start (its entry invalid then too, once :meth:`reload_server` took the fix) is
+        told once, at its first connect, with every tool added (reason ``reconnect``); a
+        server's first attempt that connects is told to no one.
 
         The observer must return quickly (hand slow work to a task or thread); its exceptions
         are logged. Returns a function that unsubscribes it (safe to call twice).
@@ -967,7 +968,11 @@ class Manager:
                 self._notify(connection.status())
                 return "changed"
             self._misconfigured.pop(name, None)
-            connection = self._connections[name] = self._new_connection(name, entry)
+            # An entry invalid (at start, or since), fixed now: its first connect tells its
+            # tools as added, as a server down at start does; one new to the file, to no one.
+            connection = self._connections[name] = self._new_connection(
+                name, entry, failed_before=broken is not None
+            )
             connection.settled.set()  # not started: wait_ready() does not wait for it (as in start())
             connection.finished.set()
             self._notify(connection.status())
@@ -995,7 +1000,9 @@ class Manager:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _new_connection(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerConnection:
+    def _new_connection(
+        self, name: str, server: HttpServerConfig | StdioServerConfig, *, failed_before: bool = False
+    ) -> ServerConnection:
         # Imported here, with the MCP SDK it needs (about a second of CPU on a small machine):
         # a Manager that has not started a server yet (keen chat before its first model
         # request) loads none of it.
@@ -1022,6 +1029,7 @@ class Manager:
             start_times=self._start_times,
             on_moved=self._moved,
             config_name=self.config_name,
+            failed_before=failed_before,
         )
 
     def _moved(self) -> None:

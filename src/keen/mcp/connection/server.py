@@ -106,6 +106,7 @@ class ServerConnection:
         start_times: StartTimes | None = None,
         on_moved: Callable[[], None] | None = None,
         config_name: str = "configs.json",
+        failed_before: bool = False,
     ) -> None:
         self.name = name
         self.config_name = config_name
@@ -170,10 +171,11 @@ class ServerConnection:
         self._superseded = False  # reconfigure() ended the attempt in progress
         self._facts = ConnectFacts(name, config.transport, config.auth_type, config_name=config_name)
         self._on_tools = on_tools
-        self._tried = False
-        """An earlier attempt of this connection has ended (it connected and closed, or it
-        failed): a session published now is a reconnect, whose tools are told as a change even
-        when there were none before (a server down at start)."""
+        self._tried = failed_before
+        """An earlier attempt has ended (it connected and closed, or it failed; or, given
+        ``failed_before``, the server's entry was invalid at start): a session published now
+        is a reconnect, whose tools are told as a change even when there were none before (a
+        server down at start)."""
         self._refresh_interval = refresh_interval
         self._early_notice = False
         self.watch: ListWatch | None = None
