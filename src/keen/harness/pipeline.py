@@ -503,7 +503,8 @@ class Harness:
             # the catalog holds one of them: never run that one for a call that named the other.
             raise self._refuse(
                 call, "visibility",
-                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap.id}, '
+                f'"{name_in_message(f"{server}/{tool}")}" and "{name_in_message(f"{cap.server}/{cap.name}")}" have '
+                f"the same capability id {name_in_message(cap.id)}, "
                 "so Keen cannot tell them apart and runs neither in place of the other. The user has "
                 'to rename one of these servers in configs.json (a name without "__"); tell them.',
             )  # fmt: skip
