@@ -308,7 +308,9 @@ class Harness:
         for cap_id, entry in sorted(self.visible.items(), key=lambda item: item[1].name):
             if entry.kind in HANDLE_KINDS:
                 cap = self._caps[cap_id]
-                lines.append(f"- {entry.name} ({cap.kind} {cap.name} on {cap.server}): {cap.summary}")
+                # The URI is the server's (a template may run to thousands of characters).
+                what = f"{cap.kind} {name_in_message(cap.name)} on {cap.server}"
+                lines.append(f"- {entry.name} ({what}): {cap.summary}")
         return "\n".join(lines)
 
     def touch(self, *paths: str) -> None:
@@ -607,7 +609,7 @@ class Harness:
             if self.gateway is None:
                 raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
             call.text = await read_handle(self.gateway.manager, cap, call.arguments.get("arguments") or {})
-            call.hint = f"ask the user for a narrower part of {cap.name}"
+            call.hint = f'ask the user for a narrower part of "{name_in_message(cap.name)}"'
             return True
         name, args = call.name, call.arguments
         try:
