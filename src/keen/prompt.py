@@ -21,7 +21,7 @@ from keen.entry_tools import call_tool_definition, search_tool_definition
 from keen.errors import BudgetTooSmall
 from keen.skills import render_skills_section
 from keen.skills.cache import DiscoveryCache
-from keen.tokens import TokenCounter
+from keen.tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
     from keen.capabilities import BudgetedSection
@@ -113,26 +113,31 @@ def budgeted_prompt(
     """
     from keen.capabilities import budgeted_section
 
+    if budget < 0:
+        raise ValueError("the token budget must be >= 0")
     root = skills_root or paths.skills_dir()
     if call_tool is None:
         call_tool = call_tool_definition("openai", skills_dir=str(root))
+    overhead = mcp_tool_definitions(call_tool)
+    # Weighed before a section is built: built, it would be kept in the section store, whose
+    # few places (the newest 16) belong to budgets a prompt is really built at.
+    minimum = sum((counter or token_counter()).count(text) for text in overhead)
+    if minimum > budget:
+        # Returned, the section (step "empty") cost more than was asked and said nothing: a
+        # host sent a prompt over its budget, believing it within.
+        raise BudgetTooSmall(
+            f"a budget of {budget} tokens is below the {minimum} tokens of the tool "
+            "definitions sent with the prompt (call_mcp_tool and search_tools), so no prompt fits it; "
+            f"give at least {minimum} tokens, more to list the skills",
+            budget=budget,
+            minimum=minimum,
+        )
     found = DiscoveryCache(root).discover()
-    section = budgeted_section(
+    return budgeted_section(
         found.enabled,
         budget,
         skills_root=root.absolute(),
         counter=counter,
-        overhead=mcp_tool_definitions(call_tool),
+        overhead=overhead,
         usefulness=usefulness,
     )
-    if section.overhead_tokens > budget:
-        # Returned, the section (step "empty") cost more than was asked and said nothing: a
-        # host sent a prompt over its budget, believing it within.
-        raise BudgetTooSmall(
-            f"a budget of {budget} tokens is below the {section.overhead_tokens} tokens of the tool "
-            "definitions sent with the prompt (call_mcp_tool and search_tools), so no prompt fits it; "
-            f"give at least {section.overhead_tokens} tokens, more to list the skills",
-            budget=budget,
-            minimum=section.overhead_tokens,
-        )
-    return section

@@ -14,11 +14,13 @@ import pytest
 
 from helpers.cli import KEEN
 from helpers.forkserver import forked
+from keen.capabilities import _section_store, budgeted_section
 from keen.errors import BudgetTooSmall, KeenError
 from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
-from keen.prompt import budgeted_prompt
+from keen.prompt import budgeted_prompt, mcp_tool_definitions
+from keen.skills.cache import DiscoveryCache
 
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
 
@@ -72,6 +74,36 @@ def test_a_budget_below_the_two_definitions_says_the_least_that_can_be_met(tmp_p
     assert (least.step, least.text, least.listed) == ("empty", "", [])  # no room for a line yet
     with pytest.raises(BudgetTooSmall, match=f"give at least {error.minimum} tokens"):
         budgeted_prompt(error.minimum - 1, root)
+
+
+def test_a_budget_below_the_two_definitions_keeps_no_section_in_the_store(
+    tmp_path: Path, keen_home: Path
+) -> None:
+    """``budgeted_prompt`` built (and kept in ``cache/prompt-sections``, the newest 16) the
+    section of a budget below the two definitions before it raised ``BudgetTooSmall``: each
+    too-small budget a host tried pushed a real stored section out. Now the budget is
+    weighed against the definitions first, and ``budgeted_section`` (keen chat's path)
+    keeps no section whose overhead is over its budget."""
+    root = skills(tmp_path / "skills", 5)
+    store = _section_store.store_dir()
+
+    def stored() -> list[str]:
+        _section_store.save_sections()
+        return sorted(f.name for f in store.glob("*.json"))
+
+    real = budgeted_prompt(4000, root)
+    before = stored()
+    assert len(before) == 1 and real.tokens <= 4000, before
+    for budget in (0, 50, real.overhead_tokens - 1):
+        with pytest.raises(BudgetTooSmall, match=f"give at least {real.overhead_tokens} tokens"):
+            budgeted_prompt(budget, root)
+    overhead = mcp_tool_definitions(tool_definition("openai", skills_dir=str(root)))
+    over = budgeted_section(DiscoveryCache(root).discover().enabled, 50, skills_root=root, overhead=overhead)
+    assert over.step == "empty" and over.overhead_tokens > over.budget == 50, over
+    assert stored() == before
+    # A budget that holds the definitions is kept, as before.
+    budgeted_prompt(real.overhead_tokens, root)
+    assert len(stored()) == 2
 
 
 def test_a_host_building_its_prompt_imports_no_gateway(tmp_path: Path) -> None:

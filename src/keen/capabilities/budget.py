@@ -230,7 +230,10 @@ def budgeted_section(
     if stored is not None:
         return BudgetedSection(**stored)
     section = _section(enabled, budget, skills_root, counter, overhead, None)
-    _section_store.keep_section(key, section._asdict())
+    if section.overhead_tokens <= budget:
+        # A budget below the overhead holds no section: kept, each one a caller tried would
+        # push a real one out of the store's few places.
+        _section_store.keep_section(key, section._asdict())
     return section
 
 
