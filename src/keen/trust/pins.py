@@ -469,7 +469,8 @@ def trust(
 
 
 def _quoted(name: str) -> str:
-    return repr(name_in_message(name))
+    # Quoted, not repr'd: the text is escaped already, and repr would double each backslash.
+    return f"'{name_in_message(name)}'"
 
 
 def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> None:
