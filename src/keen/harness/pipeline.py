@@ -636,7 +636,7 @@ class Harness:
         cap_id = capability_id("skill", name)
         if cap_id not in self.visible:
             raise LocalToolError(
-                f"no skill {name_in_message(name)!r} in the skill index; pick a name from the index"
+                f"no skill '{name_in_message(name)}' in the skill index; pick a name from the index"
             )
         loaded = self._caps[cap_id].load()
         self.log.emit("capability.loaded", step=self.step, id=cap_id)

@@ -243,7 +243,7 @@ class SearchMode:
             return _json_result(body)
         return error_result(
             _bad_args(
-                f"unknown tool {name_in_message(name)!r}; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}"
+                f"unknown tool '{name_in_message(name)}'; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}"
             )
         )
 
