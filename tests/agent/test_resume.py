@@ -17,10 +17,10 @@ from mcp_types import ToolAnnotations
 from helpers.agent_world import MCP, World, call, step
 from helpers.http_servers import serve_http
 from keen._redact import REDACTED, redactor
+from keen._terminal import NAME_CHARS
 from keen.agent.resume import find_session, message_record, restore
 from keen.agent.unfinished import CANCELLED
 from keen.capabilities import capability_id
-from keen.harness.refusals import NAME_CHARS
 from keen.runtime import open_runtime
 
 pytestmark = pytest.mark.anyio

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from keen._terminal import name_in_message
 from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
@@ -570,7 +571,7 @@ class Agent:
                     # (the request below offers it), so say only what is true here.
                     self._request(cap_id)
                     text = (
-                        f"{server}/{tool} is not among this step's tools; it exists and the "
+                        f"{name_in_message(f'{server}/{tool}')} is not among this step's tools; it exists and the "
                         f"{self.harness.mode} mode allows it: it is callable from your next "
                         "step, no search needed."
                     )

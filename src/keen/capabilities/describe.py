@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from keen import _text
+from keen._terminal import name_in_message
 from keen.capabilities.descriptor import Capability, LoadedCapability, Risk
 from keen.capabilities.names import capability_id
 from keen.errors import KeenError
@@ -203,14 +204,15 @@ def item_capability(
 
 def _template_variables(template: str) -> str:
     """The variables of an RFC 6570 URI template as a JSON object of placeholders
-    (``{"resourceId": "..."}``); unparsable: the template itself."""
+    (``{"resourceId": "..."}``); unparsable: the template itself. Each name (and the
+    template) as :func:`name_in_message` quotes it: the server's, and a model reads it."""
     from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
     try:
         names = UriTemplate.parse(template).variable_names
     except InvalidUriTemplate:
-        return template
-    return json.dumps(dict.fromkeys(names, "..."))
+        return name_in_message(template)
+    return json.dumps(dict.fromkeys(map(name_in_message, names), "..."), ensure_ascii=False)
 
 
 ServerInputs = tuple[

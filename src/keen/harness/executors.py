@@ -4,10 +4,11 @@ reading an MCP resource or getting a prompt, and asking a call's approver."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from keen._terminal import name_in_message
+from keen._text import some_of
 from keen.calls import ApprovalRequest, Approver, allow_all
 from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
 from keen.errors import (
@@ -127,12 +128,14 @@ def search_catalog(
             # Identical copies (same definition and risk) are requested too, so the model may
             # call any of them; the hit last, so it wins a place under a tight budget.
             unlocked += (*hit.copies, hit.id)
+        # The name as its server spells it (a resource's URI may run to thousands of characters).
+        source_name = name_in_message(hit.tool)
         if hit.kind == "tool":
             state = "callable next step" if hidden is None else f"not available: {hidden}"
-            what = f"tool {hit.tool}, {hit.risk} risk"
+            what = f"tool {source_name}, {hit.risk} risk"
         else:
             state = "in the resource index next step: read_resource"
-            what = f"{hit.kind} {hit.tool}"
+            what = f"{hit.kind} {source_name}"
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
@@ -173,27 +176,38 @@ async def read_handle(manager: Manager, cap: Capability, arguments: dict[str, st
 
 
 def _expand(cap: Capability, template: str, arguments: dict[str, str]) -> str:
-    """A resource template's URI (RFC 6570, the SDK's expansion) for ``arguments``."""
+    """A resource template's URI (RFC 6570, the SDK's expansion) for ``arguments``.
+
+    The template and its variable names are the server's (a template may be thousands of
+    characters long): the errors a model reads quote them through :func:`name_in_message`."""
     from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
     server = str(cap.server)
     try:
         parsed = UriTemplate.parse(template)
     except InvalidUriTemplate as exc:
+        # The SDK's reason quotes the variable it stumbled on, a name of the server's too.
         raise RemoteProtocolError(
-            f'MCP server "{server}" lists an invalid resource template {template!r}: {exc}', server=server
-        ) from exc
-    missing = [n for n in parsed.variable_names if n not in arguments]
-    if missing:
-        wanted = json.dumps(dict.fromkeys(parsed.variable_names, "..."))
-        raise InvalidArguments(
-            f"{cap.name} is a resource template: give its variables as arguments, e.g. {wanted} "
-            f"(missing: {', '.join(missing)})",
+            f'MCP server "{server}" lists an invalid resource template "{name_in_message(template)}": '
+            f"{name_in_message(str(exc))}",
             server=server,
-            errors=[("$.arguments", f"missing {name}") for name in missing],
+        ) from exc
+    names = parsed.variable_names
+    missing = [n for n in names if n not in arguments]
+    if missing:
+        wanted = some_of(names, _VARIABLES_SHOWN, say=lambda n: f'"{name_in_message(n)}": "..."')
+        raise InvalidArguments(
+            f'"{name_in_message(cap.name)}" is a resource template: give its variables as arguments, '
+            f"e.g. {{{wanted}}} (missing: {some_of(missing, _VARIABLES_SHOWN, say=name_in_message)})",
+            server=server,
+            errors=[("$.arguments", f"missing {name}") for name in missing],  # whole, as attributes are
             remedy=None,
         )
     return parsed.expand(arguments)
+
+
+_VARIABLES_SHOWN = 20
+"""Variable names a resource template's error names at the most (the SDK allows 256)."""
 
 
 def hook_name(hook: Any) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._terminal import name_in_message
 from keen.calls import (
     Approval,
     Approver,
@@ -307,7 +308,9 @@ class Harness:
         for cap_id, entry in sorted(self.visible.items(), key=lambda item: item[1].name):
             if entry.kind in HANDLE_KINDS:
                 cap = self._caps[cap_id]
-                lines.append(f"- {entry.name} ({cap.kind} {cap.name} on {cap.server}): {cap.summary}")
+                # The URI is the server's (a template may run to thousands of characters).
+                what = f"{cap.kind} {name_in_message(cap.name)} on {cap.server}"
+                lines.append(f"- {entry.name} ({what}): {cap.summary}")
         return "\n".join(lines)
 
     def touch(self, *paths: str) -> None:
@@ -530,7 +533,8 @@ class Harness:
             # the catalog holds one of them: never run that one for a call that named the other.
             raise self._refuse(
                 call, "visibility",
-                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap.id}, '
+                f'"{name_in_message(f"{server}/{tool}")}" and "{name_in_message(f"{cap.server}/{cap.name}")}" have '
+                f"the same capability id {name_in_message(cap.id)}, "
                 "so Keen cannot tell them apart and runs neither in place of the other. The user has "
                 'to rename one of these servers in configs.json (a name without "__"); tell them.',
             )  # fmt: skip
@@ -633,7 +637,7 @@ class Harness:
             if self.gateway is None:
                 raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
             call.text = await read_handle(self.gateway.manager, cap, call.arguments.get("arguments") or {})
-            call.hint = f"ask the user for a narrower part of {cap.name}"
+            call.hint = f'ask the user for a narrower part of "{name_in_message(cap.name)}"'
             return True
         name, args = call.name, call.arguments
         try:
@@ -659,7 +663,9 @@ class Harness:
     def _load_skill(self, name: str) -> Output:
         cap_id = capability_id("skill", name)
         if cap_id not in self.visible:
-            raise LocalToolError(f"no skill {name!r} in the skill index; pick a name from the index")
+            raise LocalToolError(
+                f"no skill '{name_in_message(name)}' in the skill index; pick a name from the index"
+            )
         loaded = self._caps[cap_id].load()
         self.log.emit("capability.loaded", step=self.step, id=cap_id)
         return Output(

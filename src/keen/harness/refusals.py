@@ -14,22 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from keen._text import shorten
+from keen._terminal import name_in_message
 from keen.capabilities import Catalog, PermissionMode
 from keen.errors import KeenError
 from keen.gateway import Gateway
 from keen.harness.executors import server_trouble
 from keen.harness.policy import hidden_reason
 from keen.mcp.manager import Manager
-from keen.trust.flags import escape_text
 
 RemedyWords = Callable[[KeenError, str], str]
 
 __all__ = ["held_reason", "not_in_catalog", "why_hidden"]
-
-NAME_CHARS = 200
-"""The most characters of a server's tool name a refusal quotes (escaped first): a name is
-the server's text, and a 100,000-character one would crowd out the reason."""
 
 
 def why_hidden(
@@ -93,8 +88,8 @@ def held_reason(manager: Manager, server: str, tool: str) -> str | None:
 
 def _quoted(name: str) -> str:
     """A name as a refusal quotes it: escaped onto one line (a server's name cannot start a
-    line of its own in the model's text) and cut at :data:`NAME_CHARS`."""
-    return shorten(escape_text(name, one_line=True), NAME_CHARS)
+    line of its own in the model's text) and cut (:func:`keen._terminal.name_in_message`)."""
+    return name_in_message(name)
 
 
 def not_in_catalog(
@@ -111,5 +106,5 @@ def not_in_catalog(
             gateway.manager.find_tool(server, tool)
         except KeenError as exc:
             return "validate", words(exc, server), exc.code
-    what = f"{server}/{tool}" if server else "this tool"
+    what = name_in_message(f"{server}/{tool}") if server else "this tool"
     return "visibility", f"{what} is not served here", None

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from keen._terminal import name_in_message
 from keen.errors import Remedy, RemoteToolError
 
 __all__ = [
@@ -238,7 +239,7 @@ class ToolResult:
         """
         if self.is_error:
             raise RemoteToolError(
-                f'"{self.server}/{self.tool}" reported an error: {self.text or "(no text)"}',
+                f'"{self.server}/{name_in_message(self.tool)}" reported an error: {self.text or "(no text)"}',
                 server=self.server,
                 tool=self.tool,
                 result=self,

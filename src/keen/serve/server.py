@@ -67,6 +67,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
+from keen._terminal import name_in_message
 from keen._text import shorten
 from keen.capabilities import Capability
 from keen.errors import InvalidArguments, KeenError
@@ -366,7 +367,7 @@ class KeenServer:
             return None
         exposed = self.served.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
         if exposed is None:
-            return f"{cap.server}/{cap.name} is not served"
+            return f"{name_in_message(f'{cap.server}/{cap.name}')} is not served"
         return self._authorized(exposed.name, caller)
 
     async def _authorized(self, name: str, caller: str | None) -> str | None:
