@@ -8,6 +8,7 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -973,3 +974,23 @@ def test_an_empty_catalogs_cache_folder_loads_without_a_warning(
     with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
         assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
     assert "unreadable" not in caplog.text
+
+
+def test_an_index_is_not_saved_into_a_keen_home_removed_since(tmp_path: Path) -> None:
+    """``keen demo`` removes its temporary KEEN_HOME when it ends; the index its searches
+    left to be written in the background (or at exit) must not make that folder again."""
+    home = tmp_path / "home"
+    home.mkdir()
+    cache = home / "cache" / "toolsearch"
+    assert _ids(_catalog(_SERVERS, cache), "weather forecast for Paris")[0] == "mcp__weather__forecast"
+    shutil.rmtree(home)
+    flush()  # what the process does at exit
+    assert not home.exists()
+    # A KEEN_HOME still there gets its index, its cache folder made as ever.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert (
+        _ids(_catalog(_SERVERS, kept / "cache" / "toolsearch"), "send an email")[0] == "mcp__mail__send_email"
+    )
+    flush()
+    assert [p for p in (kept / "cache" / "toolsearch").iterdir() if p.name.startswith("v")]

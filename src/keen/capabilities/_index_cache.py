@@ -412,8 +412,13 @@ def _write_later(
     half-written by a process killed meanwhile is removed later, see :func:`_evict`)."""
     caps = list(caps)  # as they are now: the caller's list may change meanwhile
     servers = dict(servers)
+    # The nearest folder that exists now (the KEEN_HOME of a first search): a temporary
+    # KEEN_HOME removed before the write (keen demo's) must not be made again by it.
+    there = next((p for p in (cache_root, *cache_root.parents) if p.is_dir()), None)
 
     def write() -> None:
+        if there is not None and not there.is_dir():
+            return
         # One at a time: two evictions at once, each keeping its own folder, would delete
         # more than either alone.
         with _one_writer:
