@@ -309,6 +309,9 @@ def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrite
         (("--port", "-1"), "--port -1 is no TCP port; use 1-65535"),
         (("--ready-wait", "nan"), "--ready-wait must be a number of seconds >= 0, got nan"),
         (("--auth-ttl", "inf"), "--auth-ttl must be a positive number of seconds, got inf"),
+        # The error named both limits whichever was wrong, and neither the value nor a default.
+        (("--fetch-limit", "0"), "--fetch-limit must be a whole number >= 1, got 0; 60 (the default)"),
+        (("--max-sessions", "-3"), "--max-sessions must be a whole number >= 1, got -3; 100 (the default)"),
     ],
 )
 def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[str, ...], says: str) -> None:

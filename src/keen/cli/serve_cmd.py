@@ -118,8 +118,13 @@ def serve(
         if not _seconds_ok(value, least):
             what = "a number of seconds >= 0" if least is not None else "a positive number of seconds"
             fail(f"{option} must be {what}, got {value!r}; {example}")
-    if min(fetch_limit, max_sessions) < 1:
-        fail("--fetch-limit and --max-sessions must be >= 1")
+    counts = {
+        "--fetch-limit": (fetch_limit, "60 (the default) lets one caller read 60 descriptions a minute"),
+        "--max-sessions": (max_sessions, "100 (the default) lets one caller hold 100 open sessions"),
+    }
+    for option, (count, example) in counts.items():
+        if count < 1:
+            fail(f"{option} must be a whole number >= 1, got {count}; {example}")
 
     # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
     # inside run()'s task group reached the user as "internal error: ExceptionGroup".
