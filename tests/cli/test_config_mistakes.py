@@ -18,6 +18,7 @@ from conftest import SERVERS
 from helpers.cli import Home, make_home
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server, serve_http
+from keen.cli.serve_cmd import FETCH_LIMIT, MAX_SESSIONS
 from keen.mcp.config import edit
 from keen.mcp.config.servers import MOST_LEVELS
 
@@ -309,12 +310,39 @@ def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrite
         (("--port", "-1"), "--port -1 is no TCP port; use 1-65535"),
         (("--ready-wait", "nan"), "--ready-wait must be a number of seconds >= 0, got nan"),
         (("--auth-ttl", "inf"), "--auth-ttl must be a positive number of seconds, got inf"),
+        # The error named both limits whichever was wrong, and neither the value nor a default.
+        (
+            ("--fetch-limit", "0"),
+            f"--fetch-limit must be a whole number >= 1, got 0; {FETCH_LIMIT} (the default) lets one "
+            f"caller read {FETCH_LIMIT} descriptions a minute",
+        ),
+        (
+            ("--max-sessions", "-3"),
+            f"--max-sessions must be a whole number >= 1, got -3; {MAX_SESSIONS} (the default) lets one "
+            f"caller hold {MAX_SESSIONS} open sessions",
+        ),
     ],
 )
 def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[str, ...], says: str) -> None:
     # A port past 65535 was an internal error; "nan" passed every check and "inf" never ends.
     run = home.keen("serve", "--transport", "http", *args)
     assert run.code == 2 and says in run.stderr and "internal error" not in run.stderr, str(run)
+
+
+def test_keen_serves_limits_default_to_keen_serves_own() -> None:
+    """The CLI writes keen.serve's defaults rather than import keen.serve at every start;
+    its options' defaults, and so the errors quoting them, are the server's."""
+    import inspect
+
+    from typer.models import OptionInfo
+
+    from keen.cli.serve_cmd import serve
+    from keen.serve.store import DEFAULT_FETCH_LIMIT, DEFAULT_MAX_SESSIONS
+
+    options = {name: p.default for name, p in inspect.signature(serve).parameters.items()}
+    fetch, sessions = options["fetch_limit"], options["max_sessions"]
+    assert isinstance(fetch, OptionInfo) and isinstance(sessions, OptionInfo)
+    assert (fetch.default, sessions.default) == (DEFAULT_FETCH_LIMIT, DEFAULT_MAX_SESSIONS)
 
 
 def test_a_url_with_a_space_in_its_query_connects_as_httpx2_sends_it(home: Home, tmp_path: Path) -> None:

@@ -78,13 +78,17 @@ def test_refresh_of_a_server_that_does_not_connect_exits_1_and_refreshes_the_oth
 
 
 def test_list_shows_protocol_version_and_flags(home: Home) -> None:
-    home.write({"changing": changing_stdio(), "legacy": changing_stdio("--legacy")})
+    home.write({"changing": changing_stdio("--ttl-ms", "60000"), "legacy": changing_stdio("--legacy")})
     listed = home.keen("mcp", "list", "--json")
     assert listed.code == 0, listed
     rows = {r["name"]: r for r in listed.json()}
     assert rows["changing"]["protocol_version"] == "2026-07-28"
     assert rows["legacy"]["protocol_version"] == "2025-11-25"
     assert rows["changing"]["flags"] == {}
+    # The list's 2026-07-28 caching hints, as README "Both protocol eras" names them; the
+    # handshake-era server sends none.
+    assert (rows["changing"]["ttl_ms"], rows["changing"]["cache_scope"]) == (60000, "private"), rows
+    assert (rows["legacy"]["ttl_ms"], rows["legacy"]["cache_scope"]) == (None, None), rows
     table = home.keen("mcp", "list")
     assert "2026-07-28" in table.stdout and "2025-11-25" in table.stdout and "MCP" in table.stdout
 

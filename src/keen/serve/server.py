@@ -99,6 +99,7 @@ from keen.serve.search import SEARCH_INSTRUCTIONS, SEARCH_TOOLS, CapabilitySearc
 from keen.serve.served import ServedTools
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
+    DEFAULT_FETCH_LIMIT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL,
     MemoryStore,
@@ -177,7 +178,7 @@ class KeenServer:
         audit_path: Path | None = None,
         session_ttl: float = DEFAULT_SESSION_TTL,
         auth_ttl: float = DEFAULT_AUTH_TTL,
-        fetch_limit: int = 60,
+        fetch_limit: int = DEFAULT_FETCH_LIMIT,
         fetch_window: float = 60.0,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
