@@ -155,7 +155,7 @@ async def run_keen(task: Task, model: Model, rt: Runtime, max_steps: int) -> Out
         return "yes"
 
     outcome = Outcome(task.task_id)
-    agent = Agent(rt, model, approver=approve, max_steps=max_steps)
+    agent = Agent(rt, model, approval_prompt=approve, max_steps=max_steps)
     try:
         result = await agent.run_turn(task.question)
     finally:

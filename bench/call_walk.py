@@ -1,6 +1,6 @@
 """Walk one tool call's arguments through Keen's code, files entered and climbs back up.
 
-An agent (``keen.agent.Agent`` on an open runtime, ``ask`` mode, an approver that says yes)
+An agent (``keen.agent.Agent`` on an open runtime, ``ask`` mode, an approval prompt that says yes)
 runs one ``call_mcp_tool`` call to a tool that is not read-only on an in-process FastMCP
 server (the SDK's in-memory transport). Everything ``Agent._run_call`` runs in Keen's own
 source (``src/keen``) is recorded with ``sys.setprofile``:
@@ -94,7 +94,7 @@ async def walk() -> dict[str, Any]:
             class _Model:
                 name = "walk"
 
-            agent = Agent(rt, _Model(), mode="ask", approver=yes, workspace=home)  # type: ignore[arg-type]
+            agent = Agent(rt, _Model(), mode="ask", approval_prompt=yes, workspace=home)  # type: ignore[arg-type]
             agent.harness.requested.append(capability_id("tool", "add_note", "notes"))
             agent._begin()  # pyright: ignore[reportPrivateUsage]
             arguments = {"server": "notes", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}

@@ -288,3 +288,23 @@ def test_a_session_imports_no_yaml_parser_regex_engine_or_rich_before_it_needs_o
         "print(sorted({'yaml', 'regex', 'rich'} & set(sys.modules)))"
     )
     assert loaded == "[]"
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    # One name per idea: two of keen's public modules exporting different classes (or
+    # protocols) under one name (keen.agent.Approver and keen.calls.Approver were two) read
+    # as one.
+    clashes = _fresh(
+        "import collections, importlib, pkgutil, keen\n"
+        "classes = collections.defaultdict(dict)\n"
+        "for found in pkgutil.walk_packages(keen.__path__, 'keen.'):\n"
+        "    if any(part.startswith('_') for part in found.name.split('.')):\n"
+        "        continue  # a private module's names are not the API's\n"
+        "    module = importlib.import_module(found.name)\n"
+        "    for name in getattr(module, '__all__', ()):\n"
+        "        value = getattr(module, name)\n"
+        "        if isinstance(value, type):\n"
+        "            classes[name][f'{value.__module__}.{value.__qualname__}'] = found.name\n"
+        "print(sorted((name, sorted(seen)) for name, seen in classes.items() if len(seen) > 1))"
+    )
+    assert clashes == "[]"

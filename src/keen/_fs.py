@@ -11,17 +11,21 @@ import contextlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = [
     "BOM",
     "LONE_SURROGATE",
+    "BrokenLink",
     "FileTooLarge",
     "NotRegularFile",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "leads_nowhere",
+    "link_target",
     "open_regular",
     "read_regular",
 ]
@@ -84,6 +88,75 @@ def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool =
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     text = LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
     atomic_write_text(path, text, mode=mode, fsync=fsync)
+
+
+class BrokenLink(OSError):
+    """:func:`link_target`'s path, or a folder on its way, is a symlink to nothing, or a loop
+    of them; the message names the link (and the missing target) and the fix."""
+
+
+def link_target(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or the file a symlink there points to
+    (a config kept with one's dotfiles), so the link stays a link.
+
+    ``os.replace`` over the link itself would put a plain file in its place, and the file it
+    pointed to would keep the old content without a word.
+
+    Raises:
+        BrokenLink: ``path`` is a symlink to nothing (a write would create it, folders and
+            all, somewhere the user never meant) or a loop of symlinks; or ``path`` is
+            missing because a folder on its way is one (``mcp -> ../moved/keen-mcp``: a
+            read would find no file, a write no folder).
+    """
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return path
+    except OSError:  # missing, or no way to it: a folder link to nothing is the one to name
+        _no_broken_folder(path)
+        return path  # the read or write that follows says what else is wrong
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError:
+        raise _broken(path, "file") from None
+
+
+def leads_nowhere(path: Path) -> bool:
+    """Whether ``path``, which a read found missing, is so because of a symlink (its own, or
+    a folder's on its way) to nothing or a loop: :func:`link_target` would say which.
+
+    A reader that takes a missing file for an empty config asks this first, or a link lost
+    in a moved dotfiles folder reads as no settings at all.
+    """
+    try:
+        link_target(path)
+    except BrokenLink:
+        return True
+    return False
+
+
+def _no_broken_folder(path: Path) -> None:
+    """Raise :class:`BrokenLink` for the first folder up ``path``'s way that is a symlink to
+    nothing or a loop; stop at the first that exists (everything above it resolves)."""
+    for folder in path.parents:
+        if os.path.exists(folder):
+            return
+        if os.path.islink(folder):
+            raise _broken(folder, "folder")
+
+
+def _broken(link: Path, kind: str) -> BrokenLink:
+    """What is wrong with ``link``, a symlink that does not resolve, and what to do."""
+    try:
+        os.path.realpath(link, strict=True)
+    except FileNotFoundError:
+        return BrokenLink(
+            f"{link} links to {os.path.realpath(link)}, which does not exist; create it or remove the link"
+        )
+    except OSError as exc:  # ELOOP: config.json -> config.json
+        why = exc.strerror or exc
+        usable = "a file you can read" if kind == "file" else "a folder Keen can use"
+        return BrokenLink(f"cannot read {link}: {why}; it must be {usable}, or a link to one")
+    return BrokenLink(f"{link} changed while Keen read it; try again")  # resolved just now
 
 
 class NotRegularFile(OSError):

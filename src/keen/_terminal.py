@@ -18,16 +18,18 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from keen._text import HIDDEN
+from keen._text import HIDDEN, shorten
 
 if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = [
     "HUMAN_OUTPUT_CHARS",
+    "NAME_CHARS",
     "cap",
     "cell",
     "human_result",
+    "name_in_message",
     "safe_json",
     "shell_word",
     "terminal_text",
@@ -36,6 +38,10 @@ __all__ = [
 
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
+
+NAME_CHARS = 128
+"""How much of a server's name for something (a tool, a prompt) an error message quotes: a
+name MCP says to use fits whole (2025-11-25, "Tools > Tool Names": 1 to 128 characters)."""
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI) and the Unicode
 # line/paragraph separators; with them, every character a terminal draws as nothing or that
@@ -66,6 +72,18 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
     would draw as nothing (a Unicode tag, a zero-width space), shown as an escape (``\\x1b``,
     ``\\x00``, ``\\u202e``, ``\\U000e0041``); tabs and newlines kept unless ``one_line``."""
     return (_UNSAFE_IN_LINE if one_line else _UNSAFE).sub(_escape, text)
+
+
+def name_in_message(name: str, limit: int = NAME_CHARS) -> str:
+    """``name`` as an error message quotes it: on one line with every control or invisible
+    character escaped (:func:`terminal_text`), cut to ``limit`` characters with ``…``.
+
+    A tool or prompt name is the server's (untrusted, MCP specification "Security Best
+    Practices"), as is one a model gives: a hostile 10,000-character name would otherwise fill
+    a log line and a model's context, and a newline in it would start a line of its own. The
+    exception keeps the whole name on its attributes (``tool``)."""
+    # Escaped before the cut, so the bound holds for what is shown; only a head is escaped.
+    return shorten(terminal_text(name[: limit * 2], one_line=True), limit)
 
 
 def shell_word(text: str) -> str:

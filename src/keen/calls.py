@@ -50,6 +50,7 @@ import anyio
 
 from keen._json import encoder
 from keen._redact import redactor
+from keen._terminal import name_in_message
 from keen.errors import ApprovalDenied, KeenError
 from keen.mcp.types import Tool, ToolResult, media_type, named_type
 
@@ -262,6 +263,10 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
     """When the call began (seconds since the epoch); :attr:`at` is its text."""
+    tool_call_id: str = ""
+    """The model's id of the call (a chat model's tool call ``id``), when a model sent it:
+    its ``result`` event names it, so a resumed chat gives each result to its own call
+    (last of the fields: added after the others, it shifts no one's position)."""
 
     @property
     def mcp(self) -> bool:
@@ -525,7 +530,7 @@ class Approve:
                 else ""
             )
             raise ApprovalDenied(
-                f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
+                f'the call to "{server}/{name_in_message(tool)}" was refused, so nothing was sent: without an approval '
                 "callback only tools annotated readOnlyHint by a server trusted for its annotations "
                 f"run{claim}; pass approval= to the Gateway (or open_runtime) to decide, e.g. "
                 "approval=keen.gateway.allow_all",
@@ -538,10 +543,10 @@ class Approve:
             # A callback that raised is the host's fault, not the user's no: say so, or the
             # model would read a crash as a refusal and try around it.
             message = (
-                f'the call to "{server}/{tool}" was not approved, so nothing was sent; ask the user, or try '
+                f'the call to "{server}/{name_in_message(tool)}" was not approved, so nothing was sent; ask the user, or try '
                 "another approach"
                 if why is None
-                else f'the call to "{server}/{tool}" was not sent: {why}. Nobody said no: the host\'s '
+                else f'the call to "{server}/{name_in_message(tool)}" was not sent: {why}. Nobody said no: the host\'s '
                 "approval step is broken (its log has the error), so do not try another way around it"
             )
             raise ApprovalDenied(message, server=server, tool=tool)

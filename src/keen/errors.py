@@ -45,6 +45,7 @@ __all__ = [
     "ApprovalDenied",
     "AuthFailed",
     "AuthRequired",
+    "BudgetTooSmall",
     "CallTimeout",
     "CapabilityNotFound",
     "ConfigError",
@@ -359,6 +360,19 @@ class CapabilityNotFound(KeenError, KeyError):
     def __init__(self, message: str, *, capability: str) -> None:
         super().__init__(message)
         self.capability = capability
+
+
+class BudgetTooSmall(KeenError, ValueError):
+    """A token budget below what any prompt built for it costs: ``budget`` asked, ``minimum``
+    the least that can be met (the tool definitions sent with the prompt, alone). Also a
+    ``ValueError``, as a bad argument is."""
+
+    code = "budget_too_small"
+
+    def __init__(self, message: str, *, budget: int, minimum: int) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.minimum = minimum
 
 
 def exception_leaves(exc: BaseException) -> Iterator[BaseException]:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from keen import paths
 from keen._lazy import exports_from, lazy_module_attrs
 from keen.entry_tools import call_tool_definition, search_tool_definition
+from keen.errors import BudgetTooSmall
 from keen.skills import render_skills_section
 from keen.skills.cache import DiscoveryCache
-from keen.tokens import TokenCounter
+from keen.tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
     from keen.capabilities import BudgetedSection
@@ -97,21 +98,46 @@ def budgeted_prompt(
         counter: the token counter; default :func:`keen.tokens.token_counter`.
         usefulness: per-server weights deciding which servers fold first.
 
+    Returns:
+        The section, its ``tokens`` never above ``budget``. Its ``step`` is ``empty`` when
+        the budget holds the two definitions but not the skills header and one line: the
+        text is ``""`` and every skill is in ``folded`` (``keen prompt --budget`` names the
+        least budget that lists them).
+
     Raises:
         ValueError: ``budget`` < 0.
+        BudgetTooSmall: ``budget`` is below the two definitions' own tokens, which are sent
+            with any prompt: no section fits. Its ``minimum`` is their count, the least
+            budget that can be met (a ``ValueError`` too).
         SkillError: the skills directory cannot be read.
     """
     from keen.capabilities import budgeted_section
 
+    if budget < 0:
+        raise ValueError("the token budget must be >= 0")
     root = skills_root or paths.skills_dir()
     if call_tool is None:
         call_tool = call_tool_definition("openai", skills_dir=str(root))
+    overhead = mcp_tool_definitions(call_tool)
+    # Weighed before a section is built: built, it would be kept in the section store, whose
+    # few places (the newest 16) belong to budgets a prompt is really built at.
+    minimum = sum((counter or token_counter()).count(text) for text in overhead)
+    if minimum > budget:
+        # Returned, the section (step "empty") cost more than was asked and said nothing: a
+        # host sent a prompt over its budget, believing it within.
+        raise BudgetTooSmall(
+            f"a budget of {budget} tokens is below the {minimum} tokens of the tool "
+            "definitions sent with the prompt (call_mcp_tool and search_tools), so no prompt fits it; "
+            f"give at least {minimum} tokens, more to list the skills",
+            budget=budget,
+            minimum=minimum,
+        )
     found = DiscoveryCache(root).discover()
     return budgeted_section(
         found.enabled,
         budget,
         skills_root=root.absolute(),
         counter=counter,
-        overhead=mcp_tool_definitions(call_tool),
+        overhead=overhead,
         usefulness=usefulness,
     )

@@ -80,7 +80,7 @@ async def test_approval_denied_then_always(world: World) -> None:
     asked: list[ApprovalRequest] = []
     answers = iter(["no", "always"])
 
-    async def approver(request: ApprovalRequest) -> Any:
+    async def prompt(request: ApprovalRequest) -> Any:
         asked.append(request)
         return next(answers)
 
@@ -93,7 +93,7 @@ async def test_approval_denied_then_always(world: World) -> None:
         step(call(MCP, **note)),
         step(content="Saved twice."),
     )
-    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+    async with world.runtime("demo") as rt, world.agent(rt, model, approval_prompt=prompt) as agent:
         first = await agent.run_turn("save a note")
         second = await agent.run_turn("save it twice")
     denied = first.tool_calls[1]
@@ -108,9 +108,9 @@ async def test_approval_denied_then_always(world: World) -> None:
 
 async def _note_answered_by(world: World, answer: object) -> dict[str, Any]:
     """The record of a demo add_note call (its schema read first) whose approval the
-    Agent's approver answered with ``answer``."""
+    Agent's approval prompt answered with ``answer``."""
 
-    async def approver(request: ApprovalRequest) -> Any:
+    async def prompt(request: ApprovalRequest) -> Any:
         return answer
 
     note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
@@ -119,7 +119,7 @@ async def _note_answered_by(world: World, answer: object) -> dict[str, Any]:
         step(call(MCP, **note)),
         step(content="Done."),
     )
-    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+    async with world.runtime("demo") as rt, world.agent(rt, model, approval_prompt=prompt) as agent:
         result = await agent.run_turn("save a note")
     return result.tool_calls[1]
 
@@ -127,17 +127,17 @@ async def _note_answered_by(world: World, answer: object) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("answer", "named"), [("y", "str"), (None, "NoneType"), (1, "int"), (numpy.True_, "numpy.bool")]
 )
-async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_users_no(
+async def test_an_approval_prompt_answering_in_other_terms_is_a_stated_failure_not_the_users_no(
     world: World, answer: object, named: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # An approver returning anything but "yes", "always" (or True) was silently taken as the
+    # An approval prompt returning anything but "yes", "always" (or True) was silently taken as the
     # user's no: the model read "the user did not approve" and nothing told the host what to return.
     denied = await _note_answered_by(world, answer)
     assert (denied["outcome"], denied["gate"], denied["declined"]) == ("denied", "permission", False)
     assert "the approval callback failed (TypeError); treated as no" in denied["text"]
     assert "did not approve" not in denied["text"]
     said = (
-        f"the Agent's approver returned {answer!r} ({named}); it must return 'yes', 'no' or 'always' "
+        f"the Agent's approval prompt returned {answer!r} ({named}); it must return 'yes', 'no' or 'always' "
         "(keen.agent.ApprovalAnswer), or a Python bool"
     )
     assert any(said in record.getMessage() for record in caplog.records), [
@@ -146,7 +146,9 @@ async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_
 
 
 @pytest.mark.parametrize(("answer", "outcome"), [(True, "ok"), (False, "denied")])
-async def test_an_approver_may_answer_with_a_python_bool(world: World, answer: bool, outcome: str) -> None:
+async def test_an_approval_prompt_may_answer_with_a_python_bool(
+    world: World, answer: bool, outcome: str
+) -> None:
     made = await _note_answered_by(world, answer)
     assert made["outcome"] == outcome, made
     assert made["declined"] is (not answer)  # False is the person's own no, not a failure
@@ -338,10 +340,10 @@ async def test_cancelling_a_turn_keeps_the_session(world: World) -> None:
         step(content="back again"),
     )
 
-    async def approver(request: ApprovalRequest) -> Any:
+    async def prompt(request: ApprovalRequest) -> Any:
         return "yes"
 
-    async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
+    async with world.runtime("basic") as rt, world.agent(rt, model, approval_prompt=prompt) as agent:
         # Cancelled once the model has asked for the 30 s sleep (in the history before it runs),
         # not after a fixed 3 s, which a loaded machine could spend before: the sleep would be
         # left to the next turn's script.

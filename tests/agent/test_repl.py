@@ -83,7 +83,7 @@ async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(worl
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("answer", ["no", "fails"])
-async def test_the_repl_keeps_quiet_about_a_persons_no_not_about_an_approver_that_failed(
+async def test_the_repl_keeps_quiet_about_a_persons_no_not_about_an_approval_prompt_that_failed(
     world: World, answer: str
 ) -> None:
     # Every permission-gate denial read as the person's own no, so the turn's error was hidden
@@ -101,7 +101,10 @@ async def test_the_repl_keeps_quiet_about_a_persons_no_not_about_an_approver_tha
     )
     screen = StringIO()
     console = Console(file=screen, width=400, color_system=None)
-    async with world.runtime("demo") as rt, world.agent(rt, model, mode="ask", approver=approve) as agent:
+    async with (
+        world.runtime("demo") as rt,
+        world.agent(rt, model, mode="ask", approval_prompt=approve) as agent,
+    ):
         repl = Repl(rt, agent, console, Asker(console))
         await repl.turn("save a note")
         (entry,) = [c for c in agent.last_result.tool_calls if c["name"] == MCP]  # pyright: ignore[reportOptionalMemberAccess]

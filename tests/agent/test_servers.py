@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from helpers.http_servers import make_basic_server
 from keen.agent.servers import ServerWatch
 from keen.errors import KeenError
 from keen.mcp import Manager, in_memory_transport
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerState
 from keen.runtime import Runtime, open_runtime
 from keen.trust import PinGuard
@@ -73,6 +75,15 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
             assert watch.catalog_stale
             watch.on_tools_changed(SimpleNamespace(server="basic", added=(), removed=(), changed=()))
             assert lines[-1][0].startswith("basic: tools changed: +new_tool")  # an empty change says nothing
+            # A server down at start, at its first connect: its "connected, 2 tools" line says
+            # it (a line naming each of its tools would not); flagged tools are still named.
+            said = len(lines)
+            watch.catalog_stale = False
+            up = ToolsChanged("gone", "reconnect", added=("a", "b"), tool_count=2)
+            watch.on_tools_changed(up)
+            assert len(lines) == said and watch.catalog_stale
+            watch.on_tools_changed(dataclasses.replace(up, flags={"a": ("hidden",)}))
+            assert lines[-1] == ("gone: tools changed: +a +b; flagged for review: a", "cyan")
             tg.cancel_scope.cancel()
         watch.close()
 

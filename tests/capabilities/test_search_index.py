@@ -8,6 +8,8 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 
 import keen.capabilities._bm25 as bm25_module
 import keen.capabilities._documents as documents_module
+import keen.capabilities._index_cache as index_cache
 import keen.capabilities._pooling as pooling_module
 import keen.capabilities._refresh as refresh_module
 import keen.capabilities._rows as rows_module
@@ -973,3 +976,90 @@ def test_an_empty_catalogs_cache_folder_loads_without_a_warning(
     with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
         assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
     assert "unreadable" not in caplog.text
+
+
+def test_an_index_is_not_saved_into_a_keen_home_removed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``keen demo`` removes its temporary KEEN_HOME when it ends; the index its searches
+    left to be written in the background (or at exit) must not make that folder again."""
+    monkeypatch.setattr(index_cache, "_WRITE_DELAY_S", 3600.0)  # only flush() writes
+    home = tmp_path / "home"
+    home.mkdir()
+    cache = home / "cache" / "toolsearch"
+    assert _ids(_catalog(_SERVERS, cache), "weather forecast for Paris")[0] == "mcp__weather__forecast"
+    shutil.rmtree(home)
+    flush()  # what the process does at exit
+    assert not home.exists()
+    # A KEEN_HOME still there gets its index, its cache folder made as ever.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert (
+        _ids(_catalog(_SERVERS, kept / "cache" / "toolsearch"), "send an email")[0] == "mcp__mail__send_email"
+    )
+    flush()
+    assert [p for p in (kept / "cache" / "toolsearch").iterdir() if p.name.startswith("v")]
+
+
+class _WatchedLock:
+    """The index writers' lock, telling when a write has come to it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reached = threading.Event()
+
+    def __enter__(self) -> None:
+        self.reached.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_a_write_waiting_for_another_does_not_make_a_keen_home_removed_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write held up by another (an eviction, a second catalog's) while ``keen demo``
+    removes its KEEN_HOME finds the home gone once its turn comes."""
+    monkeypatch.setattr(index_cache, "_WRITE_DELAY_S", 3600.0)  # only flush() writes
+    watched = _WatchedLock()
+    monkeypatch.setattr(index_cache, "_one_writer", watched)
+    home = tmp_path / "home"
+    home.mkdir()
+    with watched.lock:  # another write in progress
+        assert _ids(_catalog(_SERVERS, home / "cache" / "toolsearch"), "weather forecast")[0] == (
+            "mcp__weather__forecast"
+        )
+        flushing = threading.Thread(target=flush)
+        flushing.start()
+        assert watched.reached.wait(60)  # the write waits for the lock now
+        shutil.rmtree(home)
+    flushing.join(60)
+    assert not flushing.is_alive()
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
+
+
+def test_a_keen_home_removed_during_a_write_is_not_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The home removed once the write has begun: the folders below it are made one at a
+    time, never the home itself, and the write gives up without a warning."""
+    monkeypatch.setattr(index_cache, "_WRITE_DELAY_S", 3600.0)  # only flush() writes
+    home = tmp_path / "home"
+    home.mkdir()
+    known = refresh_module.known_candidates
+
+    def removing_the_home() -> object:
+        # _save asks for the candidates before it makes any folder: remove the home there.
+        if threading.current_thread().name == "keen-toolsearch-save" and home.exists():
+            shutil.rmtree(home)
+        return known()
+
+    monkeypatch.setattr(refresh_module, "known_candidates", removing_the_home)
+    assert (
+        _ids(_catalog(_SERVERS, home / "cache" / "toolsearch"), "send an email")[0] == "mcp__mail__send_email"
+    )
+    with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
+        flush()
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
+    assert "cannot cache" not in caplog.text

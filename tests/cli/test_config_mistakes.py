@@ -18,6 +18,7 @@ from conftest import SERVERS
 from helpers.cli import Home, make_home
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server, serve_http
+from keen.cli.serve_cmd import FETCH_LIMIT, MAX_SESSIONS
 from keen.mcp.config import edit
 from keen.mcp.config.servers import MOST_LEVELS
 
@@ -309,12 +310,39 @@ def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrite
         (("--port", "-1"), "--port -1 is no TCP port; use 1-65535"),
         (("--ready-wait", "nan"), "--ready-wait must be a number of seconds >= 0, got nan"),
         (("--auth-ttl", "inf"), "--auth-ttl must be a positive number of seconds, got inf"),
+        # The error named both limits whichever was wrong, and neither the value nor a default.
+        (
+            ("--fetch-limit", "0"),
+            f"--fetch-limit must be a whole number >= 1, got 0; {FETCH_LIMIT} (the default) lets one "
+            f"caller read {FETCH_LIMIT} descriptions a minute",
+        ),
+        (
+            ("--max-sessions", "-3"),
+            f"--max-sessions must be a whole number >= 1, got -3; {MAX_SESSIONS} (the default) lets one "
+            f"caller hold {MAX_SESSIONS} open sessions",
+        ),
     ],
 )
 def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[str, ...], says: str) -> None:
     # A port past 65535 was an internal error; "nan" passed every check and "inf" never ends.
     run = home.keen("serve", "--transport", "http", *args)
     assert run.code == 2 and says in run.stderr and "internal error" not in run.stderr, str(run)
+
+
+def test_keen_serves_limits_default_to_keen_serves_own() -> None:
+    """The CLI writes keen.serve's defaults rather than import keen.serve at every start;
+    its options' defaults, and so the errors quoting them, are the server's."""
+    import inspect
+
+    from typer.models import OptionInfo
+
+    from keen.cli.serve_cmd import serve
+    from keen.serve.store import DEFAULT_FETCH_LIMIT, DEFAULT_MAX_SESSIONS
+
+    options = {name: p.default for name, p in inspect.signature(serve).parameters.items()}
+    fetch, sessions = options["fetch_limit"], options["max_sessions"]
+    assert isinstance(fetch, OptionInfo) and isinstance(sessions, OptionInfo)
+    assert (fetch.default, sessions.default) == (DEFAULT_FETCH_LIMIT, DEFAULT_MAX_SESSIONS)
 
 
 def test_a_url_with_a_space_in_its_query_connects_as_httpx2_sends_it(home: Home, tmp_path: Path) -> None:
@@ -426,6 +454,87 @@ def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_pat
         target = gone / "sub" / "configs.json"
         assert f"links to {target}, which does not exist; create it or remove the link" in run.stderr
     assert not gone.exists() and home.config_path.is_symlink()
+
+
+def test_a_hand_written_configs_json_others_can_read_is_warned_of_with_the_fix(home: Home) -> None:
+    # 0644 with an API key in it: every command read it without a word.
+    home.write(
+        {
+            "docs": {
+                "url": "https://mcp.example.com/mcp",
+                "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+            },
+            "time": {"command": "true", "env": {"TZ": "UTC"}},
+        }
+    )
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "get", "docs")
+    assert run.code == 0, str(run)
+    warning = (
+        f"{home.config_path} can be read by other users (mode 0644) and holds credentials written in clear "
+        f"(server 'docs' auth.key); run chmod 600 {home.config_path}, or put each value in an environment "
+        "variable and write ${VAR} in its place"
+    )
+    assert run.stderr.count(warning) == 1 and "sk-live" not in run.stderr + run.stdout, str(run)
+
+
+_KEYED = {
+    "docs": {
+        "url": "https://mcp.example.com/mcp",
+        "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+    },
+    "time": {"command": "true"},
+}
+
+
+@pytest.mark.parametrize(
+    "args", [("mcp", "add", "more", "--", "true"), ("mcp", "remove", "time"), ("mcp", "disable", "time")]
+)
+def test_an_edit_that_saves_a_file_others_could_read_gives_no_advice_it_made_stale(
+    home: Home, args: tuple[str, ...]
+) -> None:
+    # The edit warned "run chmod 600" on its load, then saved the file 0600 itself.
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen(*args)
+    assert run.code == 0 and "can be read by other users" not in run.stderr, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_edit_that_saves_nothing_still_warns_of_a_file_others_can_read(home: Home) -> None:
+    home.write(_KEYED)
+    home.config_path.chmod(0o644)
+    run = home.keen("mcp", "enable", "time")  # enabled already: nothing written
+    assert run.code == 0 and run.stderr.count("can be read by other users (mode 0644)") == 1, str(run)
+    assert home.config_path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_dangling_symlink_is_named_by_a_read_too(home: Home, tmp_path: Path) -> None:
+    # `keen mcp list` read it as a missing file and said "No MCP servers configured": the
+    # servers were in the file the link lost, and only an edit said so.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to("../../moved/configs.json")
+    target = tmp_path / "moved" / "configs.json"
+    for args in (("mcp", "list"), ("mcp", "list", "--json")):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        said = f"{home.config_path} links to {target}, which does not exist; create it or remove the link"
+        assert said in run.stderr and "No MCP servers configured" not in run.stdout, str(run)
+    assert home.config_path.is_symlink() and not target.parent.exists()
+
+
+def test_a_mcp_folder_linked_to_nothing_is_named_by_reads_and_edits(home: Home, tmp_path: Path) -> None:
+    # KEEN_HOME/mcp -> a dotfiles folder moved away: `keen mcp list` said "No MCP servers
+    # configured" and `keen mcp add` blamed "a file where Keen keeps a folder".
+    folder = home.keen_home / "mcp"
+    folder.symlink_to("../moved/keen-mcp")
+    target = tmp_path / "moved" / "keen-mcp"
+    said = f"{folder} links to {target}, which does not exist; create it or remove the link"
+    for args in (("mcp", "list"), ("mcp", "list", "--json"), ("mcp", "add", "time", "--", "true")):
+        run = home.keen(*args)
+        assert run.code == 2 and said in run.stderr, str(run)
+        assert "No MCP servers configured" not in run.stdout and "keeps a folder" not in run.stderr, str(run)
+    assert folder.is_symlink() and not target.parent.exists()
 
 
 @pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])

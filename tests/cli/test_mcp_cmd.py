@@ -27,7 +27,10 @@ from keen.mcp.config import load_config
 RIGHT_KEY = "sk-right-4f1c9a7e2b"
 WRONG_KEY = "sk-wrong-8d3e5b1f0c"
 BASIC_TOOLS = {"echo", "add", "fail", "sleep", "die", "env", "cwd", "pid"}
-LIST_KEYS = {"name", "transport", "auth", "state", "protocol_version", "tool_count", "last_error", "flags"}
+LIST_KEYS = {
+    *("name", "transport", "auth", "state", "protocol_version", "tool_count", "last_error", "flags"),
+    *("enabled", "last_connected_at", "last_refresh_at", "ttl_ms", "cache_scope"),
+}
 _make_home = make_home
 
 

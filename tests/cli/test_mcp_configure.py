@@ -184,6 +184,47 @@ def test_get_shows_the_entry_without_its_secrets(home: Home) -> None:
     )
 
 
+def test_get_shows_what_the_trust_and_the_sign_in_use(home: Home) -> None:
+    """``keen mcp get`` shows the entry "as Keen uses it" (README "Commands"): its pinning
+    policy (the transport's default when unset), ``trust_annotations``, a stdio entry's
+    ``inherit_env`` and an OAuth entry's scopes and callback port; never the client secret."""
+    home.write(
+        {
+            "local": {
+                "command": "uvx",
+                "args": ["srv"],
+                "inherit_env": ["AWS_PROFILE"],
+                "trust_annotations": True,
+            },
+            "remote": {
+                "url": "https://h.example.com/mcp",
+                "auth": {
+                    "type": "oauth",
+                    "scopes": ["repo", "read:org"],
+                    "callback_port": 1999,
+                    "client_secret": SECRET,
+                },
+            },
+            "open": {"url": "https://o.example.com/mcp", "pinning": "off"},
+        }
+    )
+    local, remote, remote_text, opened = home.keen_many(
+        ("mcp", "get", "local", "--json"),
+        ("mcp", "get", "remote", "--json"),
+        ("mcp", "get", "remote"),
+        ("mcp", "get", "open", "--json"),
+    )
+    assert local.json()["pinning"] == "warn" and local.json()["trust_annotations"] is True, local
+    assert local.json()["inherit_env"] == ["AWS_PROFILE"], local
+    shown = remote.json()
+    assert shown["pinning"] == "quarantine" and shown["trust_annotations"] is False, remote
+    assert shown["auth"] == {"type": "oauth", "scopes": ["repo", "read:org"], "callback_port": 1999}, remote
+    assert "auth: type oauth, scopes repo read:org, callback_port 1999" in remote_text.stdout, remote_text
+    assert "pinning: quarantine" in remote_text.stdout and "trust_annotations: no" in remote_text.stdout
+    assert opened.json()["pinning"] == "off", opened
+    assert SECRET not in remote.stdout + remote.stderr + remote_text.stdout + remote_text.stderr
+
+
 def test_get_hides_credentials_written_in_args(home: Home) -> None:
     """``keen mcp get`` of a stdio entry whose args carry credentials (README "Credentials in
     ``args`` are secrets"): the values after ``--api-key`` and ``--password``, of

@@ -4,6 +4,7 @@ command line (help, -v, ``--budget=N``, a repeated or unknown option) is typer's
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -193,5 +194,62 @@ def test_a_budget_too_small_to_hold_anything_keeps_no_section_of_its_probes(tmp_
     refused = made.keen_process("prompt", "--budget", "5")
     assert refused.code != 0 and "raise --budget to at least" in refused.stderr, refused
     after = sorted(sections.iterdir())
-    # The 4000 tokens' section is still there, beside the one asked for (5), and no probe's.
-    assert set(kept) < set(after) and len(after) == 2, after
+    # The 4000 tokens' section is still there, alone: none for 5 tokens (below the tool
+    # definitions, so no section is built), nor any probe's.
+    assert after == kept, after
+
+
+def test_json_below_the_tool_definitions_is_a_json_error(home: Home) -> None:
+    """``keen prompt --budget 10 --json`` printed only a human error on stderr (exit 2): a
+    script reading stdout got no JSON. It gets a JSON error object there now (the code,
+    the budget, the minimum that can be met, the message), stderr's error line beside it;
+    typer's command prints the same."""
+    typer_run, alone = (
+        home.keen("prompt", "--budget", "10", "--json"),
+        home.keen_process("prompt", "--budget", "10", "--json"),
+    )
+    assert (alone.code, alone.stdout, alone.stderr) == (typer_run.code, typer_run.stdout, typer_run.stderr), (
+        alone
+    )
+    refused = alone.json()
+    assert alone.code == 2 and set(refused) == {"error", "budget", "minimum", "message"}, refused
+    assert (refused["error"], refused["budget"]) == ("budget_too_small", 10), refused
+    assert refused["message"].startswith(
+        f"a budget of 10 tokens cannot hold even the tool definitions ({refused['minimum']} tokens)"
+    )
+    assert "raise --budget to at least" in refused[
+        "message"
+    ] and f"error: {refused['message']}" in alone.stderr.replace("\n", " ")
+    # The minimum is the least budget that is met: a section within it (no line yet).
+    met = home.keen_process("prompt", "--budget", str(refused["minimum"]), "--json")
+    assert met.code == 0 and met.json()["step"] == "empty" and met.json()["tokens"] <= refused["minimum"], met
+
+
+def test_with_no_skills_a_small_budget_names_one_figure(tmp_path: Path) -> None:
+    """With no skill, ``keen prompt --budget 10`` advised 'at least 432 (every server behind
+    search_tools), or 433 for the whole catalog': two figures for a catalog that is not
+    there, the second one token past a budget that already held it all. It names the one
+    least budget now, and says there is nothing to list."""
+    made = make_home(tmp_path)
+    refused = made.keen_process("prompt", "--budget", "10")
+    message = " ".join(refused.stderr.split())
+    said = re.fullmatch(
+        r"error: a budget of 10 tokens cannot hold even the tool definitions \((\d+) tokens\); raise "
+        r"--budget to at least (\d+) \(no skill is enabled, so there is no catalog to list\)",
+        message,
+    )
+    assert refused.code == 2 and said and said.group(1) == said.group(2), message
+    minimum = int(said.group(1))
+    assert [made.keen_process("prompt", "--budget", str(b)).code for b in (minimum - 1, minimum)] == [2, 0]
+    # One skill whose whole catalog fits the least budget that lists it: one figure too.
+    skill = made.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Keep short notes.\n---\nWrite notes.\n")
+    one = made.keen_process("prompt", "--budget", "10")
+    advised = re.search(r"raise --budget to at least (\d+) for the whole catalog$", one.stderr.strip())
+    assert one.code == 2 and advised and "search_tools" not in one.stderr, one
+    least = int(advised.group(1))
+    steps = [
+        made.keen_process("prompt", "--budget", str(b), "--json").json()["step"] for b in (least - 1, least)
+    ]
+    assert steps == ["empty", "full"], steps

@@ -35,3 +35,18 @@ def test_the_demo_server_added_in_the_venv_answers_from_a_shell_without_it(tmp_p
     called = keen(plain, "mcp", "call", "demo", "convert_units", "--args", args, "--yes")
     assert called.returncode == 0, called.stderr
     assert "42.16" in called.stdout, called.stdout
+
+
+def test_the_quick_starts_demo_server_keeps_its_notes_in_keen_home(tmp_path: Path) -> None:
+    """README: every command honours KEEN_HOME, and the demo server started from the Quick
+    start's entry (no ``env`` in it) keeps its notes there, not in ``$HOME/.keen``."""
+    home = make_home(tmp_path)
+    env = {**home.env(), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+    added = keen(env, "mcp", "add", "demo", "--", "keen-demo-server")
+    assert added.returncode == 0, added.stderr
+    note = json.dumps({"title": "marathon", "body": "26.2 mi = 42.16 km"})
+    called = keen(env, "mcp", "call", "demo", "add_note", "--args", note, "--yes")
+    assert called.returncode == 0, called.stderr
+    notes = json.loads((home.keen_home / "demo-notes.json").read_text(encoding="utf-8"))
+    assert [n["title"] for n in notes["notes"]] == ["marathon"]
+    assert not (home.home / ".keen").exists()

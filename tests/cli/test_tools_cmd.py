@@ -186,6 +186,21 @@ def test_keen_demo_keep_ends_with_a_scripted_chat_and_its_line_searches_the_skil
         shutil.rmtree(kept, ignore_errors=True)
 
 
+@pytest.mark.e2e
+def test_keen_demo_on_a_users_config_leaves_only_the_demo_servers_notes_in_keen_home(demo_home: Path) -> None:
+    """``keen demo`` on a config with a ``demo`` server runs in the user's KEEN_HOME: its
+    scripted chat's script is not left there (README "Files" lists what is), and the note
+    the chat saves is in that KEEN_HOME's ``demo-notes.json``, the entry having no ``env``."""
+    before = {p.name for p in demo_home.iterdir()}
+    demo = keen_process("demo")
+    assert demo.code == 0, demo.stdout + demo.stderr
+    assert "Saved it as a note" in demo.stdout.split("7. keen chat", 1)[1]
+    made = {p.name for p in demo_home.iterdir()} - before
+    assert "demo-chat-script.jsonl" not in made, sorted(made)
+    notes = json.loads((demo_home / "demo-notes.json").read_text(encoding="utf-8"))
+    assert [n["title"] for n in notes["notes"]] == ["marathon"]
+
+
 @pytest.mark.anyio
 async def test_prompt_budget(demo_home: Path) -> None:
     full = json.loads(keen("prompt", "--budget", "100000", "--json").stdout)

@@ -78,13 +78,17 @@ def test_refresh_of_a_server_that_does_not_connect_exits_1_and_refreshes_the_oth
 
 
 def test_list_shows_protocol_version_and_flags(home: Home) -> None:
-    home.write({"changing": changing_stdio(), "legacy": changing_stdio("--legacy")})
+    home.write({"changing": changing_stdio("--ttl-ms", "60000"), "legacy": changing_stdio("--legacy")})
     listed = home.keen("mcp", "list", "--json")
     assert listed.code == 0, listed
     rows = {r["name"]: r for r in listed.json()}
     assert rows["changing"]["protocol_version"] == "2026-07-28"
     assert rows["legacy"]["protocol_version"] == "2025-11-25"
     assert rows["changing"]["flags"] == {}
+    # The list's 2026-07-28 caching hints, as README "Both protocol eras" names them; the
+    # handshake-era server sends none.
+    assert (rows["changing"]["ttl_ms"], rows["changing"]["cache_scope"]) == (60000, "private"), rows
+    assert (rows["legacy"]["ttl_ms"], rows["legacy"]["cache_scope"]) == (None, None), rows
     table = home.keen("mcp", "list")
     assert "2026-07-28" in table.stdout and "2025-11-25" in table.stdout and "MCP" in table.stdout
 
@@ -290,6 +294,48 @@ def test_watch_regenerates_the_skill_when_a_reconnect_changes_only_the_instructi
     assert (event["type"], event["server"], event["skill"]) == ("server.info", "notes", "generated"), event
     text = skill_md.read_text()
     assert "New words." in text and "Old words." not in text, text
+
+
+def test_watch_says_the_tools_of_a_server_down_at_start_as_added_when_it_comes_up(
+    home: Home, tmp_path: Path
+) -> None:
+    """A stdio server down at start connects at watch's first reconnect: its tools appeared
+    with no ``capability.diff`` (the Manager told a change only on a reconnect with tools
+    before), and the skill written for it was said as ``server.info`` ("server info changed").
+    Now its first connect is a ``reconnect`` diff of every tool added, with the skill it wrote."""
+    from tests.conftest import SERVERS
+
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "late.json"
+    late = {
+        "tools": tools,
+        "exit_at_start": 3,
+        "exit_first_starts": 1,
+        "start_times": str(tmp_path / "starts"),
+    }
+    spec.write_text(json.dumps(late))
+    home.write({"late": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+
+    proc = _watch(home, "--json")
+    try:
+        lines = Lines(proc)
+        ready = lines.until(lambda e: e["type"] == "watch.ready")
+        assert ready["servers"][0]["state"] == "disconnected", ready
+        event = lines.until(lambda e: e["type"] in ("server.info", "capability.diff"))
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+    said = {k: event[k] for k in ("type", "server", "reason", "added", "removed", "changed", "skill")}
+    assert said == {
+        "type": "capability.diff",
+        "server": "late",
+        "reason": "reconnect",
+        "added": ["a"],
+        "removed": [],
+        "changed": [],
+        "skill": "generated",
+    }, lines.seen
+    assert (home.keen_home / "skills" / "mcp:late" / "schemas" / "a.json").exists()
 
 
 def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growing_window(

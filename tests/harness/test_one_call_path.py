@@ -158,6 +158,15 @@ async def test_a_harness_call_brings_its_own_approver(
     h.close()
 
 
+def test_a_call_built_by_position_keeps_each_field_in_its_place() -> None:
+    # Call is a public dataclass: tool_call_id, added in the middle, shifted every later
+    # field, so a call built by position sent its server name as the model's call id.
+    approver = Approver(allow_all, "the test")
+    call = Call("call_mcp_tool", {}, approver, "stdio:host", "0.1", "basic", "echo")
+    assert (call.approver, call.caller, call.call_id) == (approver, "stdio:host", "0.1")
+    assert (call.server, call.tool, call.tool_call_id) == ("basic", "echo", "")
+
+
 async def test_the_pipeline_keeps_the_one_order() -> None:
     ran: list[str] = []
 

@@ -170,6 +170,9 @@ async def test_skills_are_not_preloaded(session: Session) -> None:
     assert [e["id"] for e in events(h, "capability.loaded")] == ["skill__test-fix"]
     missing = await h.call("load_skill", {"name": "deploy"})
     assert missing.is_error and "no skill 'deploy'" in missing.text
+    # A control character in the name is escaped once: its backslash not doubled (by repr).
+    escaped = await h.call("load_skill", {"name": "dep\x1bloy"})
+    assert escaped.is_error and "no skill 'dep\\x1bloy' in" in escaped.text, escaped.text
 
 
 async def test_read_only_hides_write_tools_and_search_returns_none_of_them(full_session: Session) -> None:

@@ -14,6 +14,7 @@ from fastmcp import FastMCP
 
 from conftest import peer
 from keen import paths
+from keen._terminal import NAME_CHARS, name_in_message
 from keen.capabilities import Catalog
 from keen.errors import InvalidArguments
 from keen.gateway import Gateway, for_model
@@ -257,3 +258,85 @@ async def test_resource_templates_are_listed_searched_and_read_with_their_variab
     read = await h.call("read_resource", {"name": name, "arguments": {"resourceId": "7"}})
     assert not read.is_error and read.text.startswith("Resource 7: This is a plaintext resource"), read.text
     h.close()
+
+
+def _long_templates_server(long: str, variable: str) -> FastMCP:
+    """A server whose resource templates are long: a 3,000-character URI, a variable name
+    of 3,000 characters, and a template the SDK cannot parse (two adjacent variables) that
+    quotes that variable in its reason."""
+    server = FastMCP("long")
+
+    def memos(**variables: str) -> str:
+        return "memo line\n" * 200
+
+    server.resource(long, name="long-uri", description="Shelf memos by topic, a long URI.")(memos)
+    server.resource(
+        f"memo://named/{{{variable}}}", name="long-variable", description="Shelf memos by a long variable."
+    )(memos)
+    server.resource(
+        f"memo://adjacent/{{topic}}{{{variable}}}",
+        name="adjacent",
+        description="Shelf memos, adjacent variables.",
+    )(memos)
+    return server
+
+
+async def test_a_long_resource_template_is_cut_in_the_errors_and_hints_a_model_reads(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    """A resource template came back whole in the errors of ``read_resource`` (missing
+    variables, an invalid template), in the truncation hint of its contents, in search_tools'
+    hits and in the resource index: a server's 3,000-character template filled the model's
+    context. Each is quoted through :func:`name_in_message` now: cut, the full template still
+    the capability's name."""
+    long = "memo://" + "n" * 3000 + "/{topic}"
+    variable = "v" * 3000
+    config = keen_home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"version": 1, "servers": {"long": IN_MEMORY}}))
+    transport = in_memory_transport(_long_templates_server(long, variable)._mcp_server)
+    async with Manager(config, transports={"long": transport}, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        catalog = Catalog.from_manager(manager, cache=False)
+        h = Harness(
+            lambda: catalog, Gateway(manager), mode="read-only", workspace=tmp_path, max_result_chars=1500
+        )
+        h.begin_step()
+        found = await h.call("search_tools", {"query": "shelf memos", "limit": 5, "kinds": ["resource"]})
+        assert not found.is_error, found.text
+        h.begin_step()
+        index = h.resource_index()
+        names = {
+            template: catalog.model_name(f"mcp__long__resource__{template}")
+            for template in (long, f"memo://named/{{{variable}}}", f"memo://adjacent/{{topic}}{{{variable}}}")
+        }
+        long_name, named, adjacent = names.values()
+        # Missing variables: the template (the capability's name) and the variable cut.
+        bare = await h.call("read_resource", {"name": long_name})
+        assert bare.is_error and bare.code == "invalid_arguments", bare.text
+        assert f'"{name_in_message(long)}" is a resource template' in bare.text, bare.text
+        assert 'e.g. {"topic": "..."} (missing: topic)' in bare.text, bare.text
+        unnamed = await h.call("read_resource", {"name": named})
+        assert unnamed.is_error and unnamed.code == "invalid_arguments", unnamed.text
+        cut = name_in_message(variable)
+        assert f'e.g. {{"{cut}": "..."}} (missing: {cut})' in unnamed.text, unnamed.text
+        # An invalid template: it and the SDK's reason (which quotes the variable) cut.
+        invalid = await h.call(
+            "read_resource", {"name": adjacent, "arguments": {"topic": "a", variable: "b"}}
+        )
+        assert invalid.is_error and invalid.code == "remote_protocol_error", invalid.text
+        assert 'lists an invalid resource template "memo://adjacent/{topic}{vvv' in invalid.text, invalid.text
+        # The contents cut at max_result_chars: the hint names the template cut.
+        read = await h.call("read_resource", {"name": long_name, "arguments": {"topic": "budget"}})
+        assert not read.is_error and read.text.startswith("memo line"), read.text[:200]
+        assert f'ask the user for a narrower part of "{name_in_message(long)}"]' in read.text, read.text[
+            -400:
+        ]
+        # The search's hits and the resource index (in every step's context) name it cut too.
+        assert f"(server long, resource {name_in_message(long)}; in the resource index" in found.text, (
+            found.text
+        )
+        assert f"- {long_name} (resource {name_in_message(long)} on long): URI template" in index, index
+        for text in (found.text, index, bare.text, unnamed.text, invalid.text, read.text):
+            assert "n" * NAME_CHARS not in text and "v" * NAME_CHARS not in text, text
+        h.close()

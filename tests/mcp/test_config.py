@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from keen.errors import ConfigError
+from keen.mcp import Manager
 from keen.mcp.config import (
     ApiKeyAuth,
     HttpServerConfig,
@@ -56,6 +57,25 @@ def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
     config = load_config(tmp_path / "mcp" / "configs.json")
     assert config.version == 1
     assert config.servers == {}
+
+
+@pytest.mark.parametrize("linked", ["configs.json", "mcp"])
+def test_a_symlink_to_nothing_is_no_missing_file(tmp_path: Path, linked: str) -> None:
+    # Each read took it for no file: no servers, where the user's are in the file (or the
+    # folder: KEEN_HOME/mcp kept with one's dotfiles) the link lost.
+    path = tmp_path / "mcp" / "configs.json"
+    if linked == "mcp":
+        path.parent.symlink_to(tmp_path / "dotfiles" / "keen-mcp")
+    else:
+        path.parent.mkdir()
+        path.symlink_to(tmp_path / "dotfiles" / "configs.json")
+    link = path if linked == "configs.json" else path.parent
+    with pytest.raises(
+        ConfigError, match=rf"^{re.escape(str(link))} links to .*dotfiles/.*, which does not exist; create it"
+    ):
+        load_config(path, strict=False)
+    assert known_servers(path) is None  # not [] (no servers): load_config must say it
+    assert Manager(path, trust=None).no_config_file() is False  # keen chat then loads it
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"])
@@ -538,6 +558,101 @@ def test_process_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> 
     server = parse_config(_text({"s": {"command": "${KEEN_TEST_CMD}"}})).servers["s"]
     assert isinstance(server, StdioServerConfig)
     assert server.command == "from-env"
+
+
+# -- a file others can read -----------------------------------------------------------------------
+
+# Each value below is a credential written in clear; the same entries with ${VAR} are not.
+IN_CLEAR = {
+    "docs": {
+        "url": "https://reader:pa55w0rd-xyz@mcp.example.com/mcp?team=acme",
+        "headers": {"X-Trace": "on", "Authorization": "Bearer tok-abcdef123456"},
+        "auth": {"type": "api_key", "key": "sk-live-abcdef123456"},
+    },
+    "files": {
+        "command": "npx",
+        "args": ["-y", "files-mcp", "--api-key", "ak-0987654321zyx"],
+        "env": {"LOG_LEVEL": "info", "GITHUB_TOKEN": "ghp_abcdefghijklmnop"},
+    },
+    "gh": {"url": "https://mcp.example.com/gh", "auth": {"type": "oauth", "client_secret": "cs-1234abcd"}},
+    # A default is written in the file: used whenever the variable is unset.
+    "ci": {"command": "ci-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN:-ghp_fallback0123456789}"}},
+    "keyed": {
+        "url": "https://mcp.example.com/k",
+        "auth": {"type": "api_key", "key": "${K:-sk-live-fallback987}"},
+    },
+}
+SECRET_VALUES = (
+    "pa55w0rd-xyz",
+    "tok-abcdef123456",
+    "sk-live-abcdef123456",
+    "ak-0987654321zyx",
+    "ghp_abc",
+    "cs-1234",
+    "ghp_fallback",
+    "sk-live-fallback",
+)
+BY_REFERENCE = {
+    "docs": {
+        "url": "https://reader:${DOCS_PASSWORD}@mcp.example.com/mcp?team=acme&key=${DOCS_KEY}",
+        "headers": {"X-Trace": "on", "Authorization": "Bearer ${DOCS_TOKEN}"},
+        "auth": {"type": "api_key", "key": "${DOCS_KEY}"},
+    },
+    "files": {
+        "command": "npx",
+        "args": ["-y", "files-mcp", "--api-key", "${FILES_KEY}", "--token=${FILES_TOKEN}"],
+        "env": {"LOG_LEVEL": "${LOG_LEVEL:-info}", "LOG_FORMAT": "json", "GITHUB_TOKEN": "${GITHUB_TOKEN:-}"},
+    },
+    "gh": {"url": "https://mcp.example.com/gh", "auth": {"type": "oauth", "client_secret": "${GH_SECRET}"}},
+}
+ENVIRON = {
+    name: "value-" + name.lower()
+    for name in (
+        "DOCS_PASSWORD",
+        "DOCS_KEY",
+        "DOCS_TOKEN",
+        "FILES_KEY",
+        "FILES_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_SECRET",
+    )
+}
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, path: Path, servers: dict[str, Any], mode: int) -> list[str]:
+    path.write_text(_text(servers))
+    path.chmod(mode)
+    with caplog.at_level("WARNING", logger="keen.mcp.config.load"):
+        for _ in range(2):  # a command may load it more than once: one warning
+            load_config(path, environ=ENVIRON)
+    return [r.getMessage() for r in caplog.records if r.name == "keen.mcp.config.load"]
+
+
+def test_a_file_others_can_read_that_holds_keys_in_clear_is_warned_of_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Keen writes configs.json 0600; a hand-written one was 0644, keys and all, without a word.
+    path = tmp_path / "configs.json"
+    (warning,) = _warnings(caplog, path, IN_CLEAR, 0o644)
+    assert warning.startswith(f"{path} can be read by other users (mode 0644) and holds credentials")
+    fields = (
+        "server 'docs' url; server 'docs' headers.Authorization; server 'docs' auth.key; "
+        "server 'files' args; server 'files' env.GITHUB_TOKEN; server 'gh' auth.client_secret; "
+        "server 'ci' env.GITHUB_TOKEN; server 'keyed' auth.key"
+    )
+    assert (
+        f"written in clear ({fields}); run chmod 600 {path}, or put each value in an environment" in warning
+    )
+    assert not any(secret in warning for secret in SECRET_VALUES), warning
+
+
+def test_a_file_others_can_read_with_only_references_or_one_only_its_owner_can_is_not_warned_of(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert _warnings(caplog, tmp_path / "shared.json", BY_REFERENCE, 0o644) == []
+    assert _warnings(caplog, tmp_path / "own.json", IN_CLEAR, 0o600) == []
+    # The same judgement as the warning above: the two differ only by ${VAR}.
+    assert _warnings(caplog, tmp_path / "group.json", IN_CLEAR, 0o640) != []
 
 
 # -- writing --------------------------------------------------------------------------------------

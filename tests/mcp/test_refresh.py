@@ -23,6 +23,7 @@ from mcp_types import InputRequiredResult
 from tests.conftest import peer
 from tests.helpers.changing import changing_http, changing_stdio, wait_until
 from tests.helpers.cli import KEEN
+from tests.helpers.hostile import hostile_entry
 
 from keen.capabilities import Catalog
 from keen.errors import InvalidArguments, ToolNotFound, ToolQuarantined
@@ -331,6 +332,50 @@ async def test_refresh_tools_on_request(write_config: WriteConfig) -> None:
         assert change is not None and change.added == ("asked_for",) and change.reason == "refresh"
         again = await manager.refresh_tools("changing")
         assert again is not None and not again
+
+
+async def test_a_server_down_at_start_tells_its_tools_as_added_at_its_first_connect(
+    write_config: WriteConfig, tmp_path: Path
+) -> None:
+    """A server that failed at start and connected later had its tools appear with no
+    ``ToolsChanged`` (only a reconnect with tools before was told): a Catalog, keen chat or a
+    library user following changes never learnt of them. Now that first connect tells every
+    tool as added, once; a server that connects at its first attempt is told to no one."""
+    tools = [
+        {"name": name, "description": f"{name}.", "inputSchema": {"type": "object"}} for name in ("b", "a")
+    ]
+    late = {
+        "tools": tools,
+        "exit_at_start": 3,
+        "exit_first_starts": 1,
+        "start_times": str(tmp_path / "starts"),
+    }
+    path = write_config(
+        {
+            "late": hostile_entry(tmp_path / "late.json", late),
+            "early": hostile_entry(tmp_path / "early.json", {"tools": tools}),
+        }
+    )
+    async with Manager(path, trust=PinGuard()) as manager:
+        changes = Changes(manager)
+        assert await manager.wait_ready(60)
+        assert manager.status("early").state is ServerState.CONNECTED
+        assert manager.status("late").state is not ServerState.CONNECTED
+        assert changes.events == []
+        status = await manager.refresh("late")
+        assert status.state is ServerState.CONNECTED, status
+        [change] = changes.events
+        assert (change.server, change.reason, change.added, change.removed, change.changed) == (
+            "late",
+            "reconnect",
+            ("a", "b"),
+            (),
+            (),
+        )
+        assert change.tool_count == len(tools)
+        # Once: a reconnect that finds the same list says nothing.
+        assert (await manager.refresh("late")).state is ServerState.CONNECTED
+        assert len(changes.events) == 1, changes.events
 
 
 async def test_changed_description_is_quarantined_until_trusted(

@@ -19,6 +19,7 @@ from helpers.http_servers import make_basic_server, serve_http
 from helpers.loopback import alive
 from keen.errors import ConfigError, Remedy, ServerMisconfigured, ServerNotConfigured
 from keen.mcp import Manager, ServerState
+from keen.mcp.listing.changes import ToolsChanged
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -81,8 +82,19 @@ async def test_a_config_error_fixed_in_the_file_connects(write_config: Callable[
         assert manager.status("broken").state is ServerState.CONFIG_ERROR
         write_config({"broken": stdio_server("basic_stdio.py")})
         assert await manager.reload_server("broken") == "changed"
+        changes: list[ToolsChanged] = []
+        manager.subscribe_changes(changes.append)
         status = await manager.refresh("broken")
         assert status.state is ServerState.CONNECTED, status.last_error
+        # Down at start (its entry invalid), its first connect tells its tools as added, once.
+        [change] = changes
+        assert (change.server, change.reason, change.removed, change.changed) == (
+            "broken",
+            "reconnect",
+            (),
+            (),
+        )
+        assert set(change.added) == {t.name for t in manager.list_tools("broken")} and "echo" in change.added
         assert [s.name for s in manager.servers()] == ["broken"]  # one entry, no longer config_error
         assert "broken" not in manager.config.invalid and "broken" in manager.config.servers
         assert (await manager.call_tool("broken", "echo", {"text": "fixed"})).text == "fixed"

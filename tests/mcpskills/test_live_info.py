@@ -18,6 +18,7 @@ import pytest
 
 from helpers.hostile import hostile_entry
 from keen.mcp import Manager
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcpskills import LiveSkills, snapshot
 from keen.mcpskills.sync import SyncEntry, sync_server
 from keen.trust import PinGuard
@@ -98,7 +99,8 @@ async def test_a_server_down_at_start_gets_its_skill_written_at_its_first_connec
     """Only servers connected when live refresh started had their info recorded: one down
     then, whose skill on disk was written from older instructions, came up with new ones
     and its skill kept the old text (its first look only recorded). Now its first connect
-    writes its skill."""
+    writes its skill, once: with the ``ToolsChanged`` of that connect (every tool added), so
+    ``on_synced`` is told and the look at its info finds nothing left to write."""
     spec = tmp_path / "notes.json"
     path = write_config(
         {"notes": hostile_entry(spec, {"tools": TOOLS, "instructions": BEFORE}, pinning="warn")}
@@ -116,14 +118,28 @@ async def test_a_server_down_at_start_gets_its_skill_written_at_its_first_connec
         encoding="utf-8",
     )  # fmt: skip
     synced = anyio.Event()
+    told: list[tuple[ToolsChanged, SyncEntry | None]] = []
+
+    def on_synced(change: ToolsChanged, entry: SyncEntry | None) -> None:
+        told.append((change, entry))
+        synced.set()
+
+    info_told: list[str] = []
     async with Manager(path, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         assert manager.status("notes").state.value != "connected"
-        async with LiveSkills(manager, skills_root=root, on_info_synced=lambda *_: synced.set()) as live:
+        async with LiveSkills(
+            manager, skills_root=root, on_synced=on_synced, on_info_synced=lambda s, _: info_told.append(s)
+        ) as live:
             await manager.refresh("notes")
             with anyio.fail_after(30):
                 await synced.wait()
+            await anyio.wait_all_tasks_blocked()
             assert live.writes == 1
+    [(change, entry)] = told
+    assert (change.added, change.reason) == (("search_notes",), "reconnect"), change
+    assert entry is not None and entry.action != "error", entry
+    assert info_told == []
     text = skill_md.read_text()
     assert AFTER in text and BEFORE not in text, text
 

@@ -11,6 +11,7 @@ import pytest
 from mcp.client.client import Client
 
 from helpers.serve import read_json
+from keen._terminal import NAME_CHARS
 
 pytestmark = pytest.mark.anyio
 
@@ -83,6 +84,18 @@ async def test_4_full_descriptions_for_the_selected_tools(new_caller) -> None:
     # Section 6.3: an unknown name gets its own entry listing what exists; nothing else is added.
     assert body["no_such_tool"] == {"error": "Tool 'no_such_tool' not found", "available_tools": listed}
     assert sorted(body) == ["mcp__basic__add", "no_such_tool"]
+
+
+async def test_an_unknown_long_name_is_cut_in_its_error(new_caller) -> None:
+    """The error of an unknown name quoted it whole: a host's (or its model's) name of 5,000
+    characters came back in it. Now it is cut to ``NAME_CHARS``; the entry's key stays the
+    name asked for, so the host can match it."""
+    long_name = "mcp__basic__" + "z" * 5_000
+    async with new_caller() as client:
+        body = await _read(client, f"?tools={long_name}")
+    error = body[long_name]["error"]
+    assert error.startswith("Tool 'mcp__basic__zzz") and error.endswith("…' not found"), error
+    assert len(error) == NAME_CHARS + len("Tool '' not found"), error
 
 
 async def test_5_missing_tool_selection(new_caller) -> None:

@@ -180,6 +180,10 @@ async def test_search_mode_lists_the_one_search_and_call_tool(tmp_path: Path) ->
         )
         no_tool = await client.call_tool("call_mcp_tool", {"server": "basic"})
         assert no_tool.is_error and "'tool' is a required property" in read_json(no_tool)["error"]["message"]
+        # A name it does not serve is quoted escaped once (its backslash not doubled by repr).
+        unknown = await client.call_tool("no\x1bsuch", {})
+        said = read_json(unknown)["error"]["message"]
+        assert unknown.is_error and said.startswith("unknown tool 'no\\x1bsuch'; use search_tools"), said
 
 
 async def test_search_with_no_server_configured_says_so(

@@ -353,12 +353,12 @@ def test_the_state_is_the_same_looked_up_by_name_in_the_open_directory_or_by_who
     monkeypatch.setattr(cache_module, "_AT_DIR", False)
     by_path = skills_dir_state(root)
     assert (by_path.config, by_path.entries) == (by_name.config, by_name.entries)
+    assert by_name.config is not None  # config.json is the state's config, no entry of it
     kinds = {
         name: (target, md is not None, marker is not None) for name, _, target, md, marker in by_name.entries
     }
     assert kinds == {
         "bare": ("empty", False, False),
-        "config.json": ("", False, False),
         "dangling": ("nowhere", False, False),
         "empty": ("", False, False),
         "mcp:gh": (".mcp:gh.1", True, True),

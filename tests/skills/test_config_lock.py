@@ -6,9 +6,11 @@ update. Real processes, real files."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from helpers.forkserver import forked
 from helpers.mcpskills import status
 from keen.errors import SkillError
 from keen.mcp.types import ServerState
-from keen.mcpskills.sync import ServerSnapshot, sync_server
+from keen.mcpskills.sync import ServerSnapshot, sync_mcp_skills, sync_server
 from keen.skills import SkillsConfig
 from keen.skills.lock import locked
 
@@ -128,3 +130,73 @@ def test_edit_saves_nothing_when_the_block_fails_and_waits_for_the_lock(keen_hom
     with locked(path.parent, timeout=5), SkillsConfig.edit(path) as config:  # re-entrant in one thread
         config.set_enabled("notes", True)
     assert SkillsConfig.load(path).explicit("notes") is True
+
+
+class _Waits(logging.Handler):
+    """Sets ``event`` when a filelock lock is found held and its taker waits: the moment a
+    second writer is seen to wait, without a sleep."""
+
+    def __init__(self, event: threading.Event) -> None:
+        super().__init__(logging.DEBUG)
+        self.event = event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "not acquired" in record.getMessage():
+            self.event.set()
+
+
+def _linked_homes(tmp_path: Path, name: str = "skills-config.json") -> tuple[Path, Path, Path]:
+    """Two skills directories whose config.json links to one file kept with one's dotfiles."""
+    kept = tmp_path / "dotfiles" / name
+    kept.parent.mkdir()
+    kept.write_text('{"is_enabled": {}}', encoding="utf-8")
+    links = []
+    for home in ("h1", "h2"):
+        link = tmp_path / home / "skills" / "config.json"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(kept)
+        links.append(link)
+    return links[0], links[1], kept
+
+
+def test_two_homes_linking_one_config_wait_for_each_other(tmp_path: Path) -> None:
+    # Each took only its own skills folder's lock: an edit from the other home, made while
+    # this one held the file, was saved over (or undid this one's change).
+    one, two, kept = _linked_homes(tmp_path)
+    go = threading.Event()  # the second edit is in its block, or waits for the lock
+    filelock_log = logging.getLogger("filelock")
+    waits, level = _Waits(go), filelock_log.level
+    filelock_log.addHandler(waits)
+    filelock_log.setLevel(logging.DEBUG)
+
+    def other_home() -> None:
+        with SkillsConfig.edit(two, timeout=60) as config:
+            go.set()
+            config.set_enabled("from-h2", False)
+
+    other = threading.Thread(target=other_home)
+    try:
+        with SkillsConfig.edit(one) as config:
+            other.start()
+            assert go.wait(timeout=60), "the other home's edit neither ran nor waited"
+            config.set_enabled("from-h1", False)
+        other.join(timeout=60)
+    finally:
+        filelock_log.removeHandler(waits)
+        filelock_log.setLevel(level)
+    assert not other.is_alive()
+    assert json.loads(kept.read_text(encoding="utf-8")) == {
+        "is_enabled": {"from-h1": False, "from-h2": False}
+    }
+    assert one.is_symlink() and two.is_symlink()
+    assert (kept.parent / "skills-config.json.lock").exists()  # the lock both took, beside the file
+
+
+def test_a_sync_that_cannot_write_a_linked_config_names_the_folder_it_writes(tmp_path: Path) -> None:
+    # The hint said to check the skills folder, which was written fine: the failing write is
+    # in the folder of the file the link points to. (A name the temporary file cannot have:
+    # a failure of that folder alone, which no permission bit makes when the tests run as root.)
+    one, _, kept = _linked_homes(tmp_path, "c" * 245 + ".json")
+    with pytest.raises(SkillError, match=r"check the permissions of (\S+) and run the sync again") as caught:
+        sync_mcp_skills([], skills_root=one.parent, fsync=False)
+    assert f"check the permissions of {kept.parent} and run" in str(caught.value)

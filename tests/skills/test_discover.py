@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import make_home
 from keen import paths
 from keen.cli._wording import describe
 from keen.errors import Remedy, SkillError
 from keen.skills import MARKER_FILE, SkillsConfig, discover, load_skill, split_frontmatter
+from keen.skills.cache import DiscoveryCache
 
 
 @pytest.fixture
@@ -262,6 +264,67 @@ def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
     config.save()
     assert json.loads(path.read_text(encoding="utf-8")) == {"is_enabled": {"y": False}, "note": "keep me"}
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_a_symlinked_config_stays_a_link_and_its_file_keeps_its_mode(root: Path, tmp_path: Path) -> None:
+    # The save's os.replace put a plain file where the link was: the dotfiles copy kept the
+    # old settings without a word, and the new file was 0644 whatever the old one's mode.
+    kept = tmp_path / "dotfiles" / "skills-config.json"
+    kept.parent.mkdir()
+    kept.write_text('{"is_enabled": {"x": false}}', encoding="utf-8")
+    kept.chmod(0o600)
+    path = paths.skills_config_path()
+    path.symlink_to(os.path.relpath(kept, path.parent))
+    with SkillsConfig.edit(path) as config:
+        config.set_enabled("y", False)
+    assert path.is_symlink() and os.readlink(path) == os.path.relpath(kept, path.parent)
+    assert json.loads(kept.read_text(encoding="utf-8")) == {"is_enabled": {"x": False, "y": False}}
+    assert kept.stat().st_mode & 0o777 == 0o600
+    # No temp file left beside it; the lock is the one every home linking it takes.
+    assert sorted(p.name for p in kept.parent.iterdir()) == [kept.name, f"{kept.name}.lock"]
+
+
+def test_a_symlinked_config_is_the_config_and_no_broken_skill(tmp_path: Path) -> None:
+    # Every listing warned "skill 'config.json' skipped: not a directory": the folder's
+    # symlinks were all taken for skills, and the dotfiles link is one.
+    home = make_home(tmp_path)
+    root = home.keen_home / "skills"
+    write_skill(root, "notes", good("notes"))
+    kept = tmp_path / "dotfiles" / "skills-config.json"
+    kept.parent.mkdir()
+    kept.write_text('{"is_enabled": {"notes": false}}', encoding="utf-8")
+    (root / "config.json").symlink_to(kept)
+    found = discover(root)
+    assert found.problems == [] and [(s.name, s.enabled) for s in found.skills] == [("notes", False)]
+    cached = DiscoveryCache(root).discover()  # what a chat and `keen prompt` list from
+    assert cached.problems == [] and [(s.name, s.enabled) for s in cached.skills] == [("notes", False)]
+    for run in (home.keen("skills", "list"), home.keen_process("skills", "list")):
+        assert run.code == 0 and run.stderr == "" and "notes" in run.stdout, str(run)
+
+
+def test_a_config_linked_to_nothing_or_to_itself_is_refused_and_left_a_link(
+    root: Path, tmp_path: Path
+) -> None:
+    # A link to nothing read as no settings (every skill enabled) and its save made a plain
+    # file in its place; a loop was written over the same way.
+    path = paths.skills_config_path()
+    path.symlink_to("../../moved/config.json")
+    target = tmp_path / "moved" / "config.json"
+    said = f"{path} links to {target}, which does not exist; create it or remove the link"
+    with pytest.raises(SkillError, match=re.escape(said)):
+        SkillsConfig.load(path)
+    with pytest.raises(SkillError, match=re.escape(said)):
+        SkillsConfig(path, {"is_enabled": {}}).save()
+    assert path.is_symlink() and not target.parent.exists()
+    path.unlink()
+    path.symlink_to(path.name)
+    loop = (
+        r"config\.json: Too many levels of symbolic links; it must be a file you can read, or a link to one"
+    )
+    for act in (lambda: SkillsConfig.load(path), SkillsConfig(path, {"is_enabled": {}}).save):
+        with pytest.raises(SkillError, match=loop):
+            act()
+    assert path.is_symlink() and os.readlink(path) == path.name
 
 
 def test_load_skill(root: Path) -> None:

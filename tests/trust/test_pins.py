@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from keen._terminal import NAME_CHARS
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import parse_config
 from keen.mcp.types import ServerInfo, Tool
@@ -581,3 +582,24 @@ def test_trust_marks_the_info_reviewed_only_when_the_diff_showed_it(store: PinSt
     assert pins is not None and pins.info is not None and pins.info.reviewed is True
     after = compare("docs", tools, pins, info).info
     assert after is not None and not after.shown and after.diff() == ""
+
+
+def test_trust_of_a_tool_the_server_lacks_names_its_tools_in_part_and_each_cut(store: PinStore) -> None:
+    """``keen mcp trust docs NAME`` of a name the server does not list quoted every tool it
+    lists, whole: a server of 300 tools, one named with 10,000 characters, filled the
+    terminal. Now the asked-for names and the listed ones are each cut to ``NAME_CHARS``
+    (the long one sorts first, so it is among the twenty shown), escaped once (a control
+    character is ``\\x1b`` as text, its backslash not doubled), and the list names twenty
+    and how many more."""
+    long_name = "a" + "x" * 10_000  # sorts before t000: shown, so its cut is what is seen
+    live = [tool(long_name)] + [tool(f"t{i:03d}") for i in range(299)]
+    with pytest.raises(
+        ToolNotFound, match=r"trust only tools it lists now \(ax+…, t000, .*and 280 more\)$"
+    ) as missing:
+        trust("docs", live, [long_name + "y", "nope", "bad\x1bname"], store=store)
+    message = missing.value.message
+    assert missing.value.tool == long_name + "y"
+    assert len(message) < 4 * NAME_CHARS + 20 * 10 + 200, len(message)
+    assert "x" * NAME_CHARS not in message and "'nope'" in message, message
+    assert "'bad\\x1bname'" in message and "\\\\" not in message and "\x1b" not in message, message
+    assert store.load("docs") is None  # nothing was written

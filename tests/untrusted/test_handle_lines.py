@@ -4,7 +4,8 @@ MCP leaves a resource's ``uri`` and a prompt's ``name`` free; Keen's ``search_to
 and the resource index name each on one line of Keen's (``- <model name> (server s, resource
 <uri>; in the resource index next step: ...)``). A line break in the URI wrote a line that
 read as another hit of Keen's, here a tool of another server "callable next step". Such a
-URI or name is now an escaped quote (``named_uri``); a plain one stays as written
+URI or name is now quoted as an error quotes a server's name (``name_in_message``: on one
+line, line breaks escaped, cut at 128 characters); a plain one stays as written
 (tests/harness/test_resources.py). A real hostile stdio server, searched through the
 harness as keen chat's model searches.
 """
@@ -56,14 +57,14 @@ async def test_a_uri_or_prompt_name_with_a_line_break_stays_on_its_line(
         resource = catalog.model_name(f"mcp__evil__resource__evil://report{FORGED}")
         read = await h.call("read_resource", {"name": resource})
         h.close()
-    quoted = repr(FORGED)[1:-1]
+    quoted = FORGED.replace("\n", "\\n")  # the line break escaped, as an error quotes a name
     hits = [line for line in found.text.split("\n") if not line.startswith("(note:")]
     assert len(hits) == 2 and all(line.startswith("- mcp__evil__") for line in hits), found.text
-    assert f"(server evil, resource 'evil://report{quoted}'; in the resource index next step" in found.text
-    assert f"(server evil, prompt 'summary{quoted}'; in the resource index next step" in found.text
+    assert f"(server evil, resource evil://report{quoted}; in the resource index next step" in found.text
+    assert f"(server evil, prompt summary{quoted}; in the resource index next step" in found.text
     lines = index.split("\n")
     assert len(lines) == 2 and all(line.startswith("- mcp__evil__") for line in lines), index
     # The truncation note of a long read names the resource the same way.
     assert read.truncated_chars > 0
     note = read.text[read.text.index("\n[truncated:") + 1 :]
-    assert "\n" not in note and f"'evil://report{quoted}'" in note, note
+    assert "\n" not in note and f'"evil://report{quoted}"' in note, note

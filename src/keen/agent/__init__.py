@@ -23,7 +23,7 @@ from keen._lazy import exports_from, lazy_module_attrs
 if TYPE_CHECKING:
     from keen.agent.compaction import CallRecord, compact_turn
     from keen.agent.elicitation import ElicitAnswer, ElicitationCallback, accept_defaults, decline, defaults
-    from keen.agent.loop import Agent, ApprovalAnswer, Approver, TurnResult, TurnView
+    from keen.agent.loop import Agent, ApprovalAnswer, ApprovalPrompt, TurnResult, TurnView
     from keen.agent.models import (
         Message,
         Model,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Agent",
     "ApprovalAnswer",
-    "Approver",
+    "ApprovalPrompt",
     "CallRecord",
     "ChatSettings",
     "ElicitAnswer",
@@ -83,7 +83,9 @@ _EXPORTS = {
         "keen.agent.elicitation",
         ("ElicitAnswer", "ElicitationCallback", "accept_defaults", "decline", "defaults"),
     ),
-    **exports_from("keen.agent.loop", ("Agent", "ApprovalAnswer", "Approver", "TurnResult", "TurnView")),
+    **exports_from(
+        "keen.agent.loop", ("Agent", "ApprovalAnswer", "ApprovalPrompt", "TurnResult", "TurnView")
+    ),
     **exports_from(
         "keen.agent.models",
         (

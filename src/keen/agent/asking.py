@@ -4,7 +4,7 @@
 :class:`Asker` holds one prompt_toolkit session for these questions (kept out of the chat
 history) and the rich console they are drawn on.
 
-* :meth:`Asker.approve` is the agent's approver: it shows the server, the tool and the JSON
+* :meth:`Asker.approve` is the agent's approval prompt: it shows the server, the tool and the JSON
   arguments (redacted, :meth:`keen.gateway.ApprovalRequest.arguments_json`) and reads
   ``y`` (yes), ``n`` (no) or ``a`` (always: this tool, this session; the agent keeps that).
   Ctrl-C at the question answers no and stops the turn (``on_interrupt``).
@@ -148,7 +148,7 @@ class Asker:
     # -- approval -------------------------------------------------------------------------------
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Ask whether the call may run (an :class:`~keen.agent.loop.Approver`)."""
+        """Ask whether the call may run (an :class:`~keen.agent.loop.ApprovalPrompt`)."""
         async with self._lock:
             return await self._approve(request)
 

@@ -18,7 +18,7 @@ What the model asked for: reading a tool's schema file (``.../mcp:<server>/schem
 or calling a tool that exists but is not visible yet counts as asking for that tool, so the
 discovery policy may show it at the next step (docs/architecture.md "The harness").
 
-Approval: the permission gate asks the :class:`Approver` for each call it marks ``ask``;
+Approval: the permission gate asks the :class:`ApprovalPrompt` for each call it marks ``ask``;
 ``always`` is remembered per (server, tool) for the session. When a call fails because its
 server is not connected, the observation says how the user reconnects it (the front
 end's command, ``connect_command``).
@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from keen._terminal import name_in_message
 from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
@@ -69,15 +70,22 @@ from keen.skills import Discovery, activate
 if TYPE_CHECKING:
     from keen.runtime import Runtime
 
-__all__ = ["Agent", "ApprovalAnswer", "Approver", "TurnResult", "TurnView"]
+__all__ = ["Agent", "ApprovalAnswer", "ApprovalPrompt", "TurnResult", "TurnView"]
 
 ApprovalAnswer = Literal["yes", "no", "always"]
 DEFAULT_MAX_STEPS = 20
 _SCHEMA_PATH = re.compile(r"mcp:([A-Za-z0-9_-]{1,64})/schemas/(.+)\.json$")
 
 
-class Approver(Protocol):
-    """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments)."""
+class ApprovalPrompt(Protocol):
+    """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments):
+    a person at a prompt (``keen chat``'s, :meth:`keen.agent.asking.Asker.approve`) or a
+    script, answering with an :data:`ApprovalAnswer`.
+
+    The agent passes each answer on as its harness's approval callback's (a
+    :data:`keen.calls.Approval`, which each call holds with who answers it in its
+    :class:`keen.calls.Approver`, for the audit), remembering ``always``.
+    """
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | bool:
         """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session);
@@ -85,7 +93,7 @@ class Approver(Protocol):
         callback's answer is.
 
         Anything else (``"y"``, ``None``, ``1``, ``numpy.bool``) denies the call as a broken
-        approver, not as the user's no: logged with what to return, and the call's result
+        approval prompt, not as the user's no: logged with what to return, and the call's result
         says the approval step failed.
         """
         ...
@@ -162,7 +170,7 @@ class Agent:
         runtime: an open :class:`keen.runtime.Runtime` (the agent never closes it).
         model: the model (:func:`keen.agent.providers.open_model`).
         mode: the permission mode (``read-only``, ``ask``, ``auto``).
-        approver: asked for calls that need approval; None denies them.
+        approval_prompt: asked for calls that need approval; None denies them.
         elicitor: answers servers' questions to the user; installed on the runtime's
             Manager (servers that connected before see the capability only if the runtime
             was opened with ``elicitation=``).
@@ -191,7 +199,7 @@ class Agent:
         model: Model,
         *,
         mode: PermissionMode = "ask",
-        approver: Approver | None = None,
+        approval_prompt: ApprovalPrompt | None = None,
         elicitor: ElicitationCallback | None = None,
         workspace: Path | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
@@ -202,7 +210,7 @@ class Agent:
     ) -> None:
         self.runtime = runtime
         self.model = model
-        self.approver = approver
+        self.approval_prompt = approval_prompt
         self.max_steps = max_steps
         self.prompt_budget = prompt_budget
         self.connect_command = connect_command
@@ -223,7 +231,7 @@ class Agent:
             runtime.manager.elicitation = elicitor
         self.harness: Harness = runtime.harness(
             mode=mode,
-            approve=self._approve if approver is not None else None,
+            approve=self._approve if approval_prompt is not None else None,
             workspace=workspace,
             session_id=session_id,
             pre_hooks=[self._note_schema_read],
@@ -441,7 +449,9 @@ class Agent:
                 self.harness.end_step(steps_in_turn=result.steps, reconnected=server)
                 self._begin()
         # Arguments that were not a JSON object go as sent: the validate gate refuses them.
-        obs = await self.harness.call(call.name, call.arguments if call.unparsed is None else call.unparsed)
+        obs = await self.harness.call(
+            call.name, call.arguments if call.unparsed is None else call.unparsed, tool_call_id=call.id
+        )
         text = self._explain(call, obs)
         view.observation(obs if text == obs.text else _with_text(obs, text))
         outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
@@ -480,6 +490,9 @@ class Agent:
             # from the calls' raw results (keen.agent.resume).
             calls=len(records),
             messages=[message_record(m) for m in self.history[start:]],
+            # The tools the model unlocked, the last step's too: a resumed session asks for
+            # them again (keen.agent.resume).
+            requested=list(self.harness.requested),
         )
 
     # -- gates and wording -------------------------------------------------------------------
@@ -488,20 +501,20 @@ class Agent:
         key = (request.server, request.tool)
         if key in self.always:
             return True
-        assert self.approver is not None
-        answer: object = await self.approver(request)
+        assert self.approval_prompt is not None
+        answer: object = await self.approval_prompt(request)
         if type(answer) is bool:  # exactly Python's: numpy's bool is refused below
             return answer
         if not isinstance(answer, str) or answer not in ("yes", "no", "always"):
             # Taken as the user's no, True included: the turn read "the user did not approve"
-            # and nothing said the approver answered in the wrong terms. Raised, the call's
+            # and nothing said the prompt answered in the wrong terms. Raised, the call's
             # approval logs this and states a failed approval step (keen.calls.Approver.asks).
             cls = type(answer)
             named = (
                 cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
             )
             raise TypeError(
-                f"the Agent's approver returned {answer!r:.60} ({named}); it must return 'yes', "
+                f"the Agent's approval prompt returned {answer!r:.60} ({named}); it must return 'yes', "
                 "'no' or 'always' (keen.agent.ApprovalAnswer), or a Python bool"
             )
         if answer == "always":
@@ -526,8 +539,8 @@ class Agent:
                 known = self.runtime.manager.status(server).state is ServerState.CONNECTING
             except KeenError:
                 known = False
-        if known and cap_id not in self.harness.requested:
-            self.harness.requested.append(cap_id)
+        if known:
+            self.harness.request([cap_id])
 
     def _explain(self, call: ToolCall, obs: Observation) -> str:
         """The observation's text, plus what the user can do about a disconnected server or
@@ -558,7 +571,7 @@ class Agent:
                     # (the request below offers it), so say only what is true here.
                     self._request(cap_id)
                     text = (
-                        f"{server}/{tool} is not among this step's tools; it exists and the "
+                        f"{name_in_message(f'{server}/{tool}')} is not among this step's tools; it exists and the "
                         f"{self.harness.mode} mode allows it: it is callable from your next "
                         "step, no search needed."
                     )
@@ -647,9 +660,16 @@ class Agent:
         ``agent.resume`` event naming its parent, so this log suffices to resume this
         session in turn. Call it before the first turn, once the runtime and the model are
         open: each message is redacted again with the secrets known then (a key configured
-        since the log was written; :func:`keen.agent.resume.redacted`)."""
+        since the log was written; :func:`keen.agent.resume.redacted`).
+
+        The tools the model had unlocked (``restored.requested``) are asked for again: the
+        discovery policy offers each from the next step on while its server is connected,
+        it is in the catalog (not gone, held for review or quarantined) and the mode allows
+        it, as for a tool the model asked for in this session."""
         self.history = [redacted(m) for m in restored.messages]
         self.turns = restored.turns
+        requested = self.harness.requested
+        requested[:0] = [i for i in restored.requested if i not in requested]
         self.harness.log.emit(
             "agent.resume",
             parent=restored.session_id,
@@ -657,6 +677,7 @@ class Agent:
             calls=restored.calls,
             servers=restored.servers,
             messages=[message_record(m) for m in self.history],
+            requested=list(requested),
         )
 
     def reload_catalog(self) -> None:

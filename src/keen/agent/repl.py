@@ -353,7 +353,7 @@ async def run_repl(
             runtime,
             model,
             mode=mode,
-            approver=asker.approve,
+            approval_prompt=asker.approve,
             elicitor=asker.elicit,
             workspace=workspace,
             max_steps=max_steps,
@@ -385,8 +385,8 @@ async def run_repl(
 def _only_declined(result: TurnResult) -> bool:
     """Every MCP call of the turn was refused by the person asked (they answered no): the
     turn "failed" only as far as a script's exit code is concerned. A policy's no (the
-    read-only mode on a write, the auto mode on a destructive tool), or an approver that
-    failed, is an error to report."""
+    read-only mode on a write, the auto mode on a destructive tool), or an approval prompt
+    that failed, is an error to report."""
     from keen.entry_tools import CALL_TOOL
 
     mcp = [call for call in result.tool_calls if call["name"] == CALL_TOOL]

@@ -8,7 +8,9 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
   did not finish was never run: it gets the result :func:`~keen.agent.unfinished.not_run`
   gave it);
 - ``result``: each call's result, the text the harness gave the model, matched to the
-  turn's calls in order (the agent runs them one after the other);
+  turn's call whose id its ``tool_call_id`` names (the model's id of the call); a result
+  without one (a log written before the field) goes to the turn's first call still
+  waiting, the order the agent ran them in;
 - ``agent.turn``: the turn's end, with the messages the agent kept of the turn (its tool
   traffic compacted, each result as the model read it: the front end's hints and notes
   included), which replace the turn's rebuilt messages. A log written before the event held
@@ -18,6 +20,15 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
 - ``agent.activate``: a skill activated with ``/SKILL`` (its text, which later turns keep);
 - ``agent.resume``: the conversation a resumed session began with (its parent's, whole), so
   a log is enough on its own even when its parent is gone.
+
+The tools the model unlocked (the harness's ``requested`` capability ids: search hits and
+schemas read, docs/architecture.md "The harness") come back too, as the log last recorded
+them: in ``agent.turn`` and ``agent.resume`` (``requested``), in each ``capability.request``
+(the harness's, as the list grows: a tool unlocked in the last step of a turn the process
+did not finish) and in each ``capability.diff`` of a step (``policy_inputs.requested``: a
+log written before the others held them). They are asked for again, not shown: the
+discovery policy checks each against the servers and their pins as they are now, so a tool
+gone, held for review or quarantined since stays hidden.
 
 The log holds every string redacted (:mod:`keen._redact`): a secret redacted there stays
 redacted in the rebuilt conversation, since the rebuild reads nothing else; a secret Keen
@@ -85,6 +96,8 @@ class Restored:
         calls: tool calls of those turns (in the history as compacted records).
         workspace: the session's workspace, as recorded ("" when the log does not say).
         servers: the MCP servers its calls used.
+        requested: the capability ids the model had asked for (the tools it unlocked: search
+            hits, schemas read), least recent first, as the log last recorded them.
         notes: what the rebuild skipped or could not restore, one line each.
     """
 
@@ -95,6 +108,7 @@ class Restored:
     calls: int = 0
     workspace: str = ""
     servers: list[str] = field(default_factory=lambda: list[str]())
+    requested: list[str] = field(default_factory=lambda: list[str]())
     notes: list[str] = field(default_factory=lambda: list[str]())
 
 
@@ -279,8 +293,16 @@ class _Rebuild:
         """Where the open turn's messages begin in :attr:`history`; None between turns."""
         self.records: list[CallRecord] = []
         self.waiting: list[Any] = []
-        """The open turn's tool calls still without a result, in order."""
+        """The open turn's tool calls still without a result, in the model's order."""
         self.said = ""
+        self.requested: list[str] = []
+        """The capability ids the model had asked for, as the latest event recording them says."""
+
+    def asked(self, raw: object) -> None:
+        """The requested ids an event records (a list of strings; anything else, or a log
+        written before the field, leaves the last ones known)."""
+        if isinstance(raw, list):
+            self.requested = [i for i in raw if isinstance(i, str)]  # pyright: ignore[reportUnknownVariableType]
 
     def where(self, number: int) -> str:
         return f"line {number} of {self.path}"
@@ -322,11 +344,21 @@ class _Rebuild:
             # The call was stopped with its turn: the agent gave it no result of this call's
             # (the turn's end answers it: close).
             return
-        call = self.waiting.pop(0)
+        call = self.waiting.pop(self._waiting_index(event.get("tool_call_id")))
         self.answer(call, text, outcome)
         server = event.get("server")
         if isinstance(server, str) and server:
             self.servers[server] = None
+
+    def _waiting_index(self, model_id: object) -> int:
+        """Where in :attr:`waiting` the call a result answers is: the one with the model's id
+        the result names; without an id (a log written before results named it, or a model
+        that gave none) or with one no call waiting has, the first, as the agent ran them."""
+        if isinstance(model_id, str) and model_id:
+            for index, call in enumerate(self.waiting):
+                if call.id == model_id:
+                    return index
+        return 0
 
     def answer(self, call: Any, text: str, outcome: str) -> None:
         self.history.append(
@@ -344,6 +376,7 @@ class _Rebuild:
     def ended(self, event: dict[str, Any], number: int) -> None:
         """The turn's end: the messages the agent kept of it, when the log holds them (a Keen
         before it did not write them: the turn is rebuilt from its events instead)."""
+        self.asked(event.get("requested"))
         raw = event.get("messages")
         if self.start is None or raw is None:
             self.close(finished=True, cancelled=event.get("cancelled") is True)
@@ -391,6 +424,7 @@ class _Rebuild:
         self.servers = (
             dict.fromkeys(s for s in servers if isinstance(s, str)) if isinstance(servers, list) else {}
         )
+        self.asked(event.get("requested"))
 
     def activated(self, event: dict[str, Any]) -> None:
         text = event.get("text")
@@ -441,6 +475,10 @@ def restore(path: Path) -> Restored:
                 rebuild.activated(event)
             elif kind == "agent.resume":
                 rebuild.resumed(event, number)
+            elif kind == "capability.diff" and isinstance(inputs := event.get("policy_inputs"), dict):
+                rebuild.asked(inputs.get("requested"))  # pyright: ignore[reportUnknownMemberType]
+            elif kind == "capability.request":
+                rebuild.asked(event.get("requested"))
     except OSError as exc:
         raise SessionNotResumable(f"cannot read the log {path} ({exc.strerror or exc})") from None
     if not chat:
@@ -457,6 +495,7 @@ def restore(path: Path) -> Restored:
         calls=rebuild.calls,
         workspace=workspace,
         servers=list(rebuild.servers),
+        requested=list(dict.fromkeys(rebuild.requested)),
         notes=[*notes, *rebuild.notes],
     )
 

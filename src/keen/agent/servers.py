@@ -260,10 +260,22 @@ class ServerWatch:
     def on_tools_changed(self, change: Any) -> None:
         """One line for a server's tool-list change (``keen.mcp.listing.changes.ToolsChanged``):
         ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review;
-        the skills are synced again in the background."""
+        the skills are synced again in the background. A reconnect that found every tool
+        new (a server down at start, at its first connect) gets no line: its
+        ``connected, N tools`` line says it, and a line naming each of its tools would not."""
         self.catalog_stale = True
         self._resync = True
         self._wake.set()
+        added = getattr(change, "added", ())
+        if (
+            getattr(change, "reason", None) == "reconnect"
+            and added
+            and len(added) == getattr(change, "tool_count", None)
+            and not getattr(change, "removed", ())
+            and not getattr(change, "changed", ())
+            and not getattr(change, "flags", None)
+        ):
+            return
         parts = [f"+{name}" for name in getattr(change, "added", ())]
         parts += [f"-{name}" for name in getattr(change, "removed", ())]
         for item in getattr(change, "changed", ()):

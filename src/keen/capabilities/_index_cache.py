@@ -176,12 +176,18 @@ def _positions(spans: Sequence[Sequence[int]]) -> np.ndarray:
     return np.concatenate([np.arange(int(a), int(b), dtype=np.int64) for a, b in spans])
 
 
-def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[str]) -> None:
+def _save(
+    index: Assembled, folder: Path, blocks: _Blocks, server_names: list[str], below: Path | None = None
+) -> None:
     """Write ``index`` to ``folder`` (renamed into place whole), or mark it used when it is
     there already. Its ``meta.json`` keeps its catalog's per-server digests and tool runs
     (``blocks``: :func:`~keen.capabilities._documents.server_blocks`) and its servers'
     names (sorted: the servers' rows), so that a new process whose catalog changed some
-    servers takes the others' rows by digest (:func:`_rows_by_block`)."""
+    servers takes the others' rows by digest (:func:`_rows_by_block`).
+
+    ``below``: a folder that must still exist (the KEEN_HOME, or its nearest folder, when
+    the search ran): the folders between it and ``folder`` are made one at a time, so a
+    ``below`` removed meanwhile raises ``FileNotFoundError`` and is not made again."""
     import numpy as np
 
     df = index.tools.df
@@ -191,7 +197,12 @@ def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[st
         with contextlib.suppress(OSError):
             os.utime(folder)
         return
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    if below is None:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        for part in reversed([folder.parent, *folder.parent.parents]):
+            if below in part.parents:
+                part.mkdir(exist_ok=True)  # not parents=True: a removed ``below`` is not made again
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         tools, server_part = index.tools, index.servers
@@ -412,17 +423,26 @@ def _write_later(
     half-written by a process killed meanwhile is removed later, see :func:`_evict`)."""
     caps = list(caps)  # as they are now: the caller's list may change meanwhile
     servers = dict(servers)
+    # The nearest folder that exists now (the KEEN_HOME of a first search): a temporary
+    # KEEN_HOME removed before the write (keen demo's) must not be made again by it.
+    there = next((p for p in (cache_root, *cache_root.parents) if p.is_dir()), None)
 
     def write() -> None:
         # One at a time: two evictions at once, each keeping its own folder, would delete
         # more than either alone.
         with _one_writer:
+            # Checked once the lock is held: a write that waited for it may find the home
+            # removed meanwhile (and _save makes nothing above ``there``, should it go now).
+            if there is not None and not there.is_dir():
+                return
             try:
                 made = server_blocks(caps, servers) if blocks is None else blocks
                 target = folder if folder is not None else cache_root / _folder_name(caps, servers, made)
-                _save(index, target, made, sorted(servers))
+                _save(index, target, made, sorted(servers), there)
                 _evict(cache_root, target)
             except OSError as exc:
+                if there is not None and not there.is_dir():
+                    return  # removed while this write ran: nothing to cache into
                 logger.warning("cannot cache the tool search index in %s: %s", cache_root, exc)
 
     hurry = threading.Event()

@@ -13,7 +13,9 @@ a section.
 
 One file per section, ``$KEEN_HOME/cache/prompt-sections/<digest>.json`` (:func:`store_dir`),
 so a start reads only the one it needs; new sections are written when the process exits (as
-the token counts are, ``keen.tokens``), and the newest :data:`MAX_SECTIONS` are kept.
+the token counts are, ``keen.tokens``), and the newest :data:`MAX_SECTIONS` are kept. A
+section whose overhead alone is over its budget is not kept: a host trying budgets too small
+for any prompt would push real sections out.
 """
 
 from __future__ import annotations

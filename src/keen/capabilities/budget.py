@@ -3,8 +3,9 @@
 :func:`budgeted_section` returns the skills section (one catalog line per enabled skill,
 as ``keen.skills.render_skills_section`` writes it) whose tokens, plus those of the
 tool definitions the caller sends with it (``overhead``: ``call_mcp_tool`` and
-``search_tools``, :mod:`keen.entry_tools`), never exceed the budget. Steps, each taken only when the
-previous one does not fit:
+``search_tools``, :mod:`keen.entry_tools`), never exceed the budget, unless the overhead
+alone does (step ``empty``, its ``tokens`` the overhead's; :func:`keen.prompt.budgeted_prompt`
+raises ``BudgetTooSmall`` then). Steps, each taken only when the previous one does not fit:
 
 1. ``full``: the catalog unchanged.
 2. ``compact``: the skill path moves from every line into one header sentence
@@ -229,7 +230,10 @@ def budgeted_section(
     if stored is not None:
         return BudgetedSection(**stored)
     section = _section(enabled, budget, skills_root, counter, overhead, None)
-    _section_store.keep_section(key, section._asdict())
+    if section.overhead_tokens <= budget:
+        # A budget below the overhead holds no section: kept, each one a caller tried would
+        # push a real one out of the store's few places.
+        _section_store.keep_section(key, section._asdict())
     return section
 
 

@@ -197,7 +197,7 @@ async def _one_shot(
 
     asking = early or model  # the early answer, when there is one; the session closes model
 
-    async def approver(request: ApprovalRequest) -> Any:
+    async def approval_prompt(request: ApprovalRequest) -> Any:
         return "yes" if yes else "no"
 
     elicitor = accept_defaults if yes else decline
@@ -250,7 +250,7 @@ async def _one_shot(
             rt,
             behind or asking,
             mode=settings.mode,
-            approver=approver,
+            approval_prompt=approval_prompt,
             elicitor=elicitor,
             max_steps=max_steps,
             denial_note="" if yes else _NO_APPROVER,

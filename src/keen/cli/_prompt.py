@@ -17,10 +17,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen.cli._console import err, fail, guarded_reader, out, print_json
+
+if TYPE_CHECKING:
+    from keen.capabilities import BudgetedSection
 
 __all__ = ["print_stats", "run_alone", "show"]
 
@@ -173,35 +176,72 @@ def _check_fits(text: str, max_chars: int) -> None:
 def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
     # keen.gateway.tool_definition is this function; the gateway's pipeline is not needed here.
     from keen.entry_tools import call_tool_definition as tool_definition
+    from keen.errors import BudgetTooSmall
     from keen.prompt import budgeted_prompt
+    from keen.tokens import token_counter
 
     root = paths.skills_dir()
     call_tool = tool_definition("openai", skills_dir=str(root))
-    section = budgeted_prompt(tokens, root, call_tool=call_tool)
-    if as_json:
-        print_json({**section.to_dict(), "text": section.text})
-        return
-    if section.step == "empty" and (section.listed or section.folded):
-        held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
-        from keen.tokens import token_counter
-
+    try:
+        section = budgeted_prompt(tokens, root, call_tool=call_tool)
+    except BudgetTooSmall as exc:
+        section, overhead, held = None, exc.minimum, "cannot hold even"
+    else:
+        overhead, held = section.overhead_tokens, "holds only"
+        if as_json:
+            print_json({**section.to_dict(), "text": section.text})
+            return
+    if section is None or (section.step == "empty" and (section.listed or section.folded)):
         # The probes are computed, never kept: passing a counter skips the section store,
         # whose few places belong to the budgets the prompt is really built at.
         counter = token_counter()
-        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool, counter=counter).step  # noqa: E731
-        least = _least_budget(tokens, lambda budget: fits(budget) != "empty")
-        whole = _least_budget(least, lambda budget: fits(budget) == "full")
-        fail(
-            f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
-            f"with no room for the skills header and one line; raise --budget to at least {least} "
-            f"(every server behind search_tools), or {whole} for the whole catalog"
+        message = f"a budget of {tokens} tokens {held} the tool definitions ({overhead} tokens)"
+        message += _advice(
+            tokens, lambda budget: budgeted_prompt(budget, root, call_tool=call_tool, counter=counter)
         )
+        if as_json:  # (a section that holds only the definitions was printed above)
+            # A script asked for JSON: it gets JSON (and the exit code), not only stderr's words.
+            print_json(
+                {"error": BudgetTooSmall.code, "budget": tokens, "minimum": overhead, "message": message}
+            )
+        fail(message)
     if not stats:
         sys.stdout.write(section.text + "\n")
         return
     out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
     out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
     out.print(f"  tool definitions (call_mcp_tool, search_tools): {section.overhead_tokens:,} tokens")
+
+
+def _advice(tokens: int, build: Callable[[int], BudgetedSection]) -> str:
+    """What a budget of ``tokens`` that lists no skill should become, from prompts built at
+    other budgets (``build``): the least that lists every server behind search_tools, and
+    the least for the whole catalog (one figure when they are the same); with no skill
+    enabled, the least that holds the definitions, and that there is nothing to list."""
+    from keen.errors import BudgetTooSmall
+
+    def fits(budget: int) -> BudgetedSection | None:
+        try:
+            return build(budget)
+        except BudgetTooSmall:
+            return None
+
+    def step(budget: int) -> str:
+        section = fits(budget)
+        return "empty" if section is None else section.step
+
+    least = _least_budget(tokens, lambda budget: step(budget) != "empty")
+    at_least = fits(least)
+    if at_least is not None and not at_least.listed and not at_least.folded:
+        return f"; raise --budget to at least {least} (no skill is enabled, so there is no catalog to list)"
+    room = ", with no room for the skills header and one line"
+    if at_least is not None and at_least.step == "full":
+        return f"{room}; raise --budget to at least {least} for the whole catalog"
+    whole = _least_budget(least, lambda budget: step(budget) == "full")
+    return (
+        f"{room}; raise --budget to at least {least} (every server behind search_tools), "
+        f"or {whole} for the whole catalog"
+    )
 
 
 def _least_budget(low: int, enough: Callable[[int], bool]) -> int:

@@ -9,6 +9,7 @@ through the harness, and compaction of each turn's tool traffic.
 from __future__ import annotations
 
 import json
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from keen._text import one_line
 from keen.cli._common import out
 
 if TYPE_CHECKING:
+    from keen.agent.providers.scripted import ScriptedModel
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
     from keen.runtime import Runtime
@@ -72,18 +74,23 @@ class _DemoView:
         out.print(line, markup=False, highlight=False)
 
 
-def _script(skills_root: Path, home: Path) -> Path:
+def _scripted_model(skills_root: Path) -> ScriptedModel:
+    """The demo's scripted model, its script pointed at ``skills_root``. The script is
+    written to a temporary folder, removed once the model has read it: on a user's own
+    config ``keen demo`` runs in their KEEN_HOME, which is no place for it."""
+    from keen.agent.providers.scripted import ScriptedModel
+
     text = resources.files("keen.demo").joinpath("chat_script.jsonl").read_text(encoding="utf-8")
-    path = home / "demo-chat-script.jsonl"
-    # JSON-escape the path so any character in it keeps each line valid JSON.
-    path.write_text(text.replace("{skills}", json.dumps(str(skills_root))[1:-1]), encoding="utf-8")
-    return path
+    with tempfile.TemporaryDirectory(prefix="keen-demo-chat-") as folder:
+        path = Path(folder) / "demo-chat-script.jsonl"
+        # JSON-escape the path so any character in it keeps each line valid JSON.
+        path.write_text(text.replace("{skills}", json.dumps(str(skills_root))[1:-1]), encoding="utf-8")
+        return ScriptedModel(path)  # reads the whole script now
 
 
 async def scripted_session(rt: Runtime, home: Path) -> None:
     """Run the demo's two scripted turns on ``rt`` (whose config has the ``demo`` server)."""
     from keen.agent import Agent
-    from keen.agent.providers.scripted import ScriptedModel
 
     async def approve(request: ApprovalRequest) -> Any:
         out.print(
@@ -93,8 +100,8 @@ async def scripted_session(rt: Runtime, home: Path) -> None:
         )
         return "yes"
 
-    model = ScriptedModel(_script(rt.skills_root, home))
-    agent = Agent(rt, model, approver=approve, workspace=home)
+    model = _scripted_model(rt.skills_root)
+    agent = Agent(rt, model, approval_prompt=approve, workspace=home)
     view = _DemoView()
     try:
         for question in QUESTIONS:

@@ -205,6 +205,11 @@ def demo(
                 f"kept {home}; to use its skills: KEEN_HOME={shlex.quote(str(home))} keen tools search 'convert miles'"
             )
         else:
+            from keen.capabilities.search import flush
+
+            # The tool search index left to be written later goes now, into the home still
+            # there, rather than racing the removal below.
+            flush()
             shutil.rmtree(home, ignore_errors=True)
     _next_steps()
 

@@ -61,11 +61,12 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
 
     statuses, flags = run(body)
     if as_json:
-        keys = ("name", "transport", "auth", "state", "protocol_version", "tool_count")
+        # The whole ServerStatus.to_dict() (enabled, timestamps and the list's ttl_ms and
+        # cache_scope too, as the README names them), its last error worded with its remedy.
         print_json(
             [
                 {
-                    **{k: s.to_dict()[k] for k in keys},
+                    **s.to_dict(),
                     "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
                     "flags": flags.get(s.name, {}),
                 }

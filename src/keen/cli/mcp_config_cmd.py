@@ -455,7 +455,11 @@ def get(
         if isinstance(value, list):
             value = " ".join(map(str, value)) if key == "args" else ", ".join(map(str, value))
         elif isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items())
+            value = ", ".join(
+                f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+                for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
+                if v not in (None, [])
+            )
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         lines.append(f"  {key}: {value}")
@@ -478,9 +482,10 @@ def get(
 def _shown_entry(path: Path, name: str) -> dict[str, Any]:
     """Server ``name``'s entry as ``keen mcp get`` shows it: what Keen uses (defaults filled
     in), the names of env variables and headers without their values, no key."""
-    from keen.mcp.config import ApiKeyAuth, HttpServerConfig, load_config
+    from keen.mcp.config import ApiKeyAuth, HttpServerConfig, OAuthAuth, load_config
     from keen.mcp.config.edit import server_entry
     from keen.mcp.config.secrets import hide_arg_secrets
+    from keen.trust import pinning_policy
 
     raw = server_entry(path, name)
     config = load_config(path, strict=False)
@@ -497,6 +502,13 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
         auth: dict[str, Any] = {"type": server.auth.type}
         if isinstance(server.auth, ApiKeyAuth):
             auth["header"] = server.auth.header
+        elif isinstance(server.auth, OAuthAuth):
+            # What the sign-in asks for and where it listens; never client_id or its secret.
+            # Scopes as written, as command and args: a ${VAR} stays unexpanded.
+            written: Any = raw.get("auth")
+            scopes: Any = written.get("scopes") if isinstance(written, dict) else None  # pyright: ignore[reportUnknownMemberType]
+            auth["scopes"] = scopes if isinstance(scopes, list) else server.auth.scopes
+            auth["callback_port"] = server.auth.callback_port
         shown["auth"] = auth
         if server.transport == "sse":
             shown["note"] = (
@@ -510,9 +522,15 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
         shown["args"] = hide_arg_secrets(args, server.env)
         shown["env"] = sorted(server.env)
         shown["cwd"] = server.cwd
+        # Names only, as for env: which of Keen's own variables the server also gets.
+        shown["inherit_env"] = server.inherit_env
     shown["enabled"] = server.enabled
     shown["timeouts"] = server.timeouts.model_dump()
     shown["description"] = server.description
+    # What the trust makes of its tools: the policy in use (its transport's default when the
+    # entry names none) and whether its annotations count.
+    shown["pinning"] = pinning_policy(server)
+    shown["trust_annotations"] = server.trust_annotations
     return shown
 
 

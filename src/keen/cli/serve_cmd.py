@@ -15,7 +15,13 @@ from keen.cli._common import fail, run
 if TYPE_CHECKING:
     from keen.serve import KeenServer
 
-__all__ = ["register"]
+__all__ = ["FETCH_LIMIT", "MAX_SESSIONS", "register"]
+
+# keen.serve's own defaults (keen.serve.store.DEFAULT_FETCH_LIMIT, DEFAULT_MAX_SESSIONS),
+# written here because importing keen.serve loads the HTTP stack every other command does
+# without; tests/cli/test_config_mistakes.py holds them equal.
+FETCH_LIMIT = 60
+MAX_SESSIONS = 100
 
 
 def serve(
@@ -48,10 +54,12 @@ def serve(
     ),
     session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
     fetch_limit: int = typer.Option(
-        60, "--fetch-limit", help="Description fetches per caller (bearer token, or address) per minute."
+        FETCH_LIMIT,
+        "--fetch-limit",
+        help="Description fetches per caller (bearer token, or address) per minute.",
     ),
     max_sessions: int = typer.Option(
-        100, "--max-sessions", help="Open HTTP sessions per caller (bearer token, or address)."
+        MAX_SESSIONS, "--max-sessions", help="Open HTTP sessions per caller (bearer token, or address)."
     ),
     notify_interval: float = typer.Option(
         0.5,
@@ -118,8 +126,19 @@ def serve(
         if not _seconds_ok(value, least):
             what = "a number of seconds >= 0" if least is not None else "a positive number of seconds"
             fail(f"{option} must be {what}, got {value!r}; {example}")
-    if min(fetch_limit, max_sessions) < 1:
-        fail("--fetch-limit and --max-sessions must be >= 1")
+    counts = {
+        "--fetch-limit": (
+            fetch_limit,
+            f"{FETCH_LIMIT} (the default) lets one caller read {FETCH_LIMIT} descriptions a minute",
+        ),
+        "--max-sessions": (
+            max_sessions,
+            f"{MAX_SESSIONS} (the default) lets one caller hold {MAX_SESSIONS} open sessions",
+        ),
+    }
+    for option, (count, example) in counts.items():
+        if count < 1:
+            fail(f"{option} must be a whole number >= 1, got {count}; {example}")
 
     # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
     # inside run()'s task group reached the user as "internal error: ExceptionGroup".

@@ -21,9 +21,10 @@ SERVER_NAME = "keen-demo"
 def demo_server_entry(keen_home: Path | None = None) -> dict[str, Any]:
     """A configs.json server entry that runs keen-demo with this interpreter (stdio shape).
 
-    ``KEEN_HOME`` is passed explicitly because the MCP SDK starts stdio servers with a
-    minimal environment (HOME, PATH, ...), and the demo keeps its notes in that home.
-    Default home: :func:`keen.paths.keen_home` at call time.
+    ``KEEN_HOME`` is written into the entry: Keen passes its own to every stdio server
+    (README "Configure servers"), but another MCP host given this entry starts the server
+    with the SDK's minimal environment (HOME, PATH, ...), and the demo keeps its notes in
+    that home. Default home: :func:`keen.paths.keen_home` at call time.
     """
     home = keen_home if keen_home is not None else paths.keen_home()
     return {

@@ -27,6 +27,9 @@ makes itself (:data:`_PLAIN`: a call's id, a verdict, an outcome). Event types:
   follows in the next step's own diff;
 - ``capability.flags`` (``server``, ``flags``: tool -> flags with kind, field and an escaped
   excerpt), once per server and session, before the step whose catalog first has it;
+- ``capability.request`` (``added``: the capability ids the model just asked for, by a
+  search, a schema read or a call to a tool not visible yet; ``requested``: the whole list,
+  a discovery policy input), whenever that list grows: ``Harness.request``;
 - ``call`` (name, arguments, caller, and the permission gate's verdict when it gave one:
   decision, by, reason), ``hook`` (a pre-hook's refusal, a post-hook's change), ``result``
   (outcome, the gate that denied, a code, the text exactly as the model saw it, the pipeline

@@ -4,10 +4,11 @@ reading an MCP resource or getting a prompt, and asking a call's approver."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from keen._terminal import name_in_message
+from keen._text import some_of
 from keen.calls import ApprovalRequest, Approver, allow_all
 from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
 from keen.errors import (
@@ -23,7 +24,7 @@ from keen.errors import (
 )
 from keen.harness.local import Output
 from keen.harness.policy import visibility
-from keen.mcp.types import named_type, named_uri
+from keen.mcp.types import named_type
 
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
@@ -105,34 +106,41 @@ async def ask(
 
 
 def search_catalog(
-    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, limit: int, kinds: Iterable[str]
+    catalog: Catalog,
+    mode: PermissionMode,
+    request: Callable[[Iterable[str]], object],
+    query: str,
+    limit: int,
+    kinds: Iterable[str],
 ) -> Output:
     """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
     the resource index) next step, and on which other servers an identical copy is; hits the
-    mode allows, and their copies, are appended to ``requested``. Raises ValueError for an
-    empty query."""
+    mode allows, and their copies, are asked for with one ``request`` (a harness's
+    :meth:`~keen.harness.Harness.request`). Raises ValueError for an empty query."""
     # The input schema allows only tool, resource and prompt.
     hits = catalog.search(
         query, limit, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds)))
     )
     lines: list[str] = []
+    unlocked: list[str] = []
     for hit in hits:
         hidden = visibility(catalog.get(hit.id), mode)
         if hidden is None:
             # Identical copies (same definition and risk) are requested too, so the model may
             # call any of them; the hit last, so it wins a place under a tight budget.
-            requested.extend(i for i in (*hit.copies, hit.id) if i not in requested)
+            unlocked += (*hit.copies, hit.id)
+        # The name as its server spells it (a resource's URI may run to thousands of characters).
+        source_name = name_in_message(hit.tool)
         if hit.kind == "tool":
             state = "callable next step" if hidden is None else f"not available: {hidden}"
-            what = f"tool {hit.tool}, {hit.risk} risk"
+            what = f"tool {source_name}, {hit.risk} risk"
         else:
             state = "in the resource index next step: read_resource"
-            # A URI or prompt name is the server's free text: quoted when it could break
-            # this line into one that reads as another hit.
-            what = f"{hit.kind} {named_uri(hit.tool)}"
+            what = f"{hit.kind} {source_name}"
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
+    request(unlocked)
     if not lines:
         # Said even when a note follows: the note alone read as the answer. In read-only mode
         # the search leaves out what may write: other words will not find those.
@@ -169,27 +177,38 @@ async def read_handle(manager: Manager, cap: Capability, arguments: dict[str, st
 
 
 def _expand(cap: Capability, template: str, arguments: dict[str, str]) -> str:
-    """A resource template's URI (RFC 6570, the SDK's expansion) for ``arguments``."""
+    """A resource template's URI (RFC 6570, the SDK's expansion) for ``arguments``.
+
+    The template and its variable names are the server's (a template may be thousands of
+    characters long): the errors a model reads quote them through :func:`name_in_message`."""
     from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
     server = str(cap.server)
     try:
         parsed = UriTemplate.parse(template)
     except InvalidUriTemplate as exc:
+        # The SDK's reason quotes the variable it stumbled on, a name of the server's too.
         raise RemoteProtocolError(
-            f'MCP server "{server}" lists an invalid resource template {template!r}: {exc}', server=server
-        ) from exc
-    missing = [n for n in parsed.variable_names if n not in arguments]
-    if missing:
-        wanted = json.dumps(dict.fromkeys(parsed.variable_names, "..."))
-        raise InvalidArguments(
-            f"{named_uri(cap.name)} is a resource template: give its variables as arguments, e.g. {wanted} "
-            f"(missing: {', '.join(missing)})",
+            f'MCP server "{server}" lists an invalid resource template "{name_in_message(template)}": '
+            f"{name_in_message(str(exc))}",
             server=server,
-            errors=[("$.arguments", f"missing {name}") for name in missing],
+        ) from exc
+    names = parsed.variable_names
+    missing = [n for n in names if n not in arguments]
+    if missing:
+        wanted = some_of(names, _VARIABLES_SHOWN, say=lambda n: f'"{name_in_message(n)}": "..."')
+        raise InvalidArguments(
+            f'"{name_in_message(cap.name)}" is a resource template: give its variables as arguments, '
+            f"e.g. {{{wanted}}} (missing: {some_of(missing, _VARIABLES_SHOWN, say=name_in_message)})",
+            server=server,
+            errors=[("$.arguments", f"missing {name}") for name in missing],  # whole, as attributes are
             remedy=None,
         )
     return parsed.expand(arguments)
+
+
+_VARIABLES_SHOWN = 20
+"""Variable names a resource template's error names at the most (the SDK allows 256)."""
 
 
 def hook_name(hook: Any) -> str:
@@ -208,7 +227,9 @@ def contents_text(contents: list[dict[str, Any]]) -> str:
         else:
             size = len(str(item.get("blob", ""))) * 3 // 4
             mime = named_type(item["mimeType"]) if item.get("mimeType") else "binary"
-            parts.append(f"[{mime} {named_uri(item.get('uri', ''))}, {size} bytes]")
+            # The URI is the server's: quoted on one line, cut, and left out when it sent none.
+            where = f" {name_in_message(str(item['uri']))}" if item.get("uri") else ""
+            parts.append(f"[{mime}{where}, {size} bytes]")
     return "\n".join(parts)
 
 

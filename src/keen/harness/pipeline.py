@@ -32,12 +32,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._terminal import name_in_message
 from keen.calls import (
     Approval,
     Approver,
@@ -84,7 +85,7 @@ from keen.harness.policy import (
     select,
 )
 from keen.harness.refusals import not_in_catalog, why_hidden
-from keen.mcp.types import ServerState, named_uri
+from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
 
@@ -307,9 +308,9 @@ class Harness:
         for cap_id, entry in sorted(self.visible.items(), key=lambda item: item[1].name):
             if entry.kind in HANDLE_KINDS:
                 cap = self._caps[cap_id]
-                lines.append(
-                    f"- {entry.name} ({cap.kind} {named_uri(cap.name)} on {cap.server}): {cap.summary}"
-                )
+                # The URI is the server's (a template may run to thousands of characters).
+                what = f"{cap.kind} {name_in_message(cap.name)} on {cap.server}"
+                lines.append(f"- {entry.name} ({what}): {cap.summary}")
         return "\n".join(lines)
 
     def touch(self, *paths: str) -> None:
@@ -319,6 +320,24 @@ class Harness:
             if path in self.touched:
                 self.touched.remove(path)
             self.touched.append(path)
+
+    def request(self, cap_ids: Iterable[str]) -> list[str]:
+        """Ask for capabilities (search hits, a schema read, a call to a tool that exists but
+        is not visible yet): each id not asked for yet joins :attr:`requested`, a discovery
+        policy input, so the next step may show it (docs/architecture.md "The harness").
+
+        A ``capability.request`` event records the ids added and the whole list when any
+        was: a session killed before its next step (whose ``capability.diff`` would say)
+        still tells what the model unlocked (:mod:`keen.agent.resume`).
+
+        Returns:
+            The ids added, in order.
+        """
+        added = [i for i in dict.fromkeys(cap_ids) if i not in self.requested]
+        if added:
+            self.requested.extend(added)
+            self.log.emit("capability.request", step=self.step, added=added, requested=list(self.requested))
+        return added
 
     def set_mode(self, mode: PermissionMode) -> None:
         """Switch the permission mode; the visible set follows at the next step.
@@ -345,7 +364,13 @@ class Harness:
     # -- the pipeline -----------------------------------------------------------------------
 
     async def call(
-        self, name: str, arguments: Any = None, *, caller: str | None = None, approver: Approver | None = None
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        caller: str | None = None,
+        approver: Approver | None = None,
+        tool_call_id: str = "",
     ) -> Observation:
         """Run one tool call the model proposed through every stage. Never raises KeenError.
 
@@ -359,6 +384,8 @@ class Harness:
                 given to the ``visibility`` callback.
             approver: who the permission stage asks about this call, and how (default: the
                 harness's ``approve``, answered by ``approved_by``).
+            tool_call_id: the model's id of the call (its tool call ``id``), recorded in the
+                call's ``result`` event when given ("": none).
         """
         call_id = f"{self.step}.{next(self._ids)}"
         arguments = {} if arguments is None else _object_of(arguments)
@@ -376,7 +403,9 @@ class Harness:
         # permission gate's verdict (annotate): one line less per call.
         with self.log.held("call", shape, call_id, arguments):
             approver = approver or Approver(self.approve, self.approved_by)
-            call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
+            call = await self._pipeline.run(
+                Call(name, arguments, approver, caller=caller, call_id=call_id, tool_call_id=tool_call_id)
+            )
         return call.shown or _observation(call)
 
     def _shape(self, key: tuple[Any, ...], varying: tuple[str, ...], **data: Any) -> LineShape:
@@ -504,7 +533,8 @@ class Harness:
             # the catalog holds one of them: never run that one for a call that named the other.
             raise self._refuse(
                 call, "visibility",
-                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap.id}, '
+                f'"{name_in_message(f"{server}/{tool}")}" and "{name_in_message(f"{cap.server}/{cap.name}")}" have '
+                f"the same capability id {name_in_message(cap.id)}, "
                 "so Keen cannot tell them apart and runs neither in place of the other. The user has "
                 'to rename one of these servers in configs.json (a name without "__"); tell them.',
             )  # fmt: skip
@@ -607,7 +637,7 @@ class Harness:
             if self.gateway is None:
                 raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
             call.text = await read_handle(self.gateway.manager, cap, call.arguments.get("arguments") or {})
-            call.hint = f"ask the user for a narrower part of {named_uri(cap.name)}"
+            call.hint = f'ask the user for a narrower part of "{name_in_message(cap.name)}"'
             return True
         name, args = call.name, call.arguments
         try:
@@ -615,7 +645,7 @@ class Harness:
                 assert self.catalog is not None
                 wanted = parse_search(args)
                 out = search_catalog(
-                    self.catalog, self.mode, self.requested, wanted.query, wanted.limit, wanted.kinds
+                    self.catalog, self.mode, self.request, wanted.query, wanted.limit, wanted.kinds
                 )
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
@@ -633,7 +663,9 @@ class Harness:
     def _load_skill(self, name: str) -> Output:
         cap_id = capability_id("skill", name)
         if cap_id not in self.visible:
-            raise LocalToolError(f"no skill {name!r} in the skill index; pick a name from the index")
+            raise LocalToolError(
+                f"no skill '{name_in_message(name)}' in the skill index; pick a name from the index"
+            )
         loaded = self._caps[cap_id].load()
         self.log.emit("capability.loaded", step=self.step, id=cap_id)
         return Output(
@@ -685,7 +717,9 @@ class Harness:
             # server and tool as every other result has them, so a search of the log by server
             # finds the cancelled calls too (None before validate parsed them).
             self.log.emit(
-                "result", step=self.step, call_id=call.call_id, capability=call.capability_id or call.name,
+                "result", step=self.step, call_id=call.call_id,
+                **({"tool_call_id": call.tool_call_id} if call.tool_call_id else {}),
+                capability=call.capability_id or call.name,
                 server=call.server, tool=call.tool, outcome="cancelled", code="cancelled", stages=call.stages,
                 **({"caller": call.caller} if call.caller else {}),
             )  # fmt: skip
@@ -700,17 +734,21 @@ class Harness:
                 self.requested.remove(cap_id)
                 self.requested.append(cap_id)
         outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
+        # The model's id of the call varies as the harness's does; a call without one (keen
+        # serve's, a library's) has a line without the field.
+        model_id = call.tool_call_id
         key = (
             "result", self.step, cap_id, obs.server, obs.tool, outcome, obs.denied, obs.code,
-            obs.truncated_chars, tuple(call.stages), call.caller,
+            obs.truncated_chars, tuple(call.stages), call.caller, bool(model_id),
         )  # fmt: skip
         shape = self._shapes.get(key)
         if shape is None:
             shape = self._shape(
                 key,
-                ("call_id", "text"),
+                ("call_id", "tool_call_id", "text") if model_id else ("call_id", "text"),
                 step=self.step,
                 call_id="",
+                **({"tool_call_id": ""} if model_id else {}),
                 capability=cap_id,
                 server=obs.server,
                 tool=obs.tool,
@@ -722,7 +760,10 @@ class Harness:
                 stages=key[9],  # a copy: the shape may be made again later, from this
                 **({"caller": call.caller} if call.caller else {}),
             )
-        self.log.emit_fields("result", shape.fields(call.call_id, obs.text))
+        if model_id:
+            self.log.emit_fields("result", shape.fields(call.call_id, model_id, obs.text))
+        else:
+            self.log.emit_fields("result", shape.fields(call.call_id, obs.text))
 
 
 _SHAPES = 256

@@ -28,7 +28,9 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._fs import leads_nowhere
 from keen._gcfreeze import freeze_if_asked
+from keen._terminal import name_in_message
 from keen.errors import (
     ConfigError,
     InvalidArguments,
@@ -398,7 +400,10 @@ class Manager:
     def subscribe_changes(self, observer: ChangeObserver) -> Callable[[], None]:
         """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
         list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
-        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``).
+        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``). A server
+        down at start (its entry invalid then too, once :meth:`reload_server` took the fix) is
+        told once, at its first connect, with every tool added (reason ``reconnect``); a
+        server's first attempt that connects is told to no one.
 
         The observer must return quickly (hand slow work to a task or thread); its exceptions
         are logged. Returns a function that unsubscribes it (safe to call twice).
@@ -498,7 +503,7 @@ class Manager:
         try:
             return self.config_path.stat().st_size == 0
         except FileNotFoundError:
-            return True
+            return not leads_nowhere(self.config_path)  # a link to nothing: loading it says so
         except OSError:
             return False  # loading it says what is wrong
 
@@ -810,7 +815,7 @@ class Manager:
             # Sent, the SDK's request model refused them and the error read as the server's
             # "invalid answer", with pydantic's help URL.
             raise InvalidArguments(
-                f'arguments for prompt "{prompt}" of MCP server "{name}" must be strings: {problem}; '
+                f'arguments for prompt "{name_in_message(prompt)}" of MCP server "{name}" must be strings: {problem}; '
                 "prompts/list gives the prompt's arguments.",
                 server=name,
                 remedy=None,
@@ -964,7 +969,11 @@ class Manager:
                 self._notify(connection.status())
                 return "changed"
             self._misconfigured.pop(name, None)
-            connection = self._connections[name] = self._new_connection(name, entry)
+            # An entry invalid (at start, or since), fixed now: its first connect tells its
+            # tools as added, as a server down at start does; one new to the file, to no one.
+            connection = self._connections[name] = self._new_connection(
+                name, entry, failed_before=broken is not None
+            )
             connection.settled.set()  # not started: wait_ready() does not wait for it (as in start())
             connection.finished.set()
             self._notify(connection.status())
@@ -992,7 +1001,9 @@ class Manager:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _new_connection(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerConnection:
+    def _new_connection(
+        self, name: str, server: HttpServerConfig | StdioServerConfig, *, failed_before: bool = False
+    ) -> ServerConnection:
         # Imported here, with the MCP SDK it needs (about a second of CPU on a small machine):
         # a Manager that has not started a server yet (keen chat before its first model
         # request) loads none of it.
@@ -1019,6 +1030,7 @@ class Manager:
             start_times=self._start_times,
             on_moved=self._moved,
             config_name=self.config_name,
+            failed_before=failed_before,
         )
 
     def _moved(self) -> None:

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from keen._terminal import name_in_message
 from keen.errors import Remedy, RemoteToolError
 
 __all__ = [
@@ -26,7 +27,6 @@ __all__ = [
     "TransportFactory",
     "media_type",
     "named_type",
-    "named_uri",
     "tools_hash",
 ]
 
@@ -76,22 +76,6 @@ def named_type(mime: object) -> str:
     if isinstance(mime, str) and len(mime) > 40:
         return ascii(mime[:40]) + "..."
     return ascii(mime)
-
-
-_PLAIN_URI = re.compile(r"[!-~]{1,200}", re.ASCII)
-"""A URI as Keen's text names it as is: printable ASCII, no space, 200 characters at most."""
-
-
-def named_uri(uri: object) -> str:
-    """A server's ``uri`` as Keen's text names it (``[resource <uri>]``, a search hit, the
-    resource index; a prompt's name too, which MCP leaves as free): printable ASCII without
-    spaces as it is, anything else (a line break, a control or non-ASCII character, 200
-    characters or more) as a short escaped repr, as :func:`named_type` does a type."""
-    if isinstance(uri, str) and _PLAIN_URI.fullmatch(uri):
-        return uri
-    if isinstance(uri, str) and len(uri) > 200:
-        return ascii(uri[:200]) + "..."
-    return ascii(uri)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +189,12 @@ def tools_hash(tools: list[Tool]) -> str:
     return "sha256:" + hashlib.sha256("\n".join(canon).encode()).hexdigest()
 
 
+def _resource_note(uri: object) -> str:
+    # The URI is the server's: a line break in it would close Keen's bracket and go on in
+    # Keen's voice, and it may run to megabytes. A block without one says so by saying none.
+    return f"[resource {name_in_message(str(uri))}]" if uri else "[resource]"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """A ``tools/call`` result. ``content`` items are MCP content blocks as dicts
@@ -228,10 +218,10 @@ class ToolResult:
                 size = len(block.get("data", "")) * 3 // 4
                 parts.append(f"[{kind} {named_type(block.get('mimeType', ''))}, {size} bytes]")
             elif kind == "resource_link":
-                parts.append(f"[resource {named_uri(block.get('uri', ''))}]")
+                parts.append(_resource_note(block.get("uri")))
             elif kind == "resource":
                 res = block.get("resource", {})
-                parts.append(str(res.get("text", f"[resource {named_uri(res.get('uri', ''))}]")))
+                parts.append(str(res["text"]) if "text" in res else _resource_note(res.get("uri")))
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -255,7 +245,7 @@ class ToolResult:
         """
         if self.is_error:
             raise RemoteToolError(
-                f'"{self.server}/{self.tool}" reported an error: {self.text or "(no text)"}',
+                f'"{self.server}/{name_in_message(self.tool)}" reported an error: {self.text or "(no text)"}',
                 server=self.server,
                 tool=self.tool,
                 result=self,

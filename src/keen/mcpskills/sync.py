@@ -32,6 +32,7 @@ dropped and the user's value wins.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -40,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from keen._fs import atomic_write_bytes
+from keen._fs import BrokenLink, atomic_write_bytes, link_target
 from keen._redact import redactor
 from keen.errors import Remedy, SkillError
 from keen.mcp import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
@@ -448,13 +449,18 @@ def _config_under_lock(root: Path, config: SkillsConfig | None) -> SkillsConfig:
 def _save(auto: _AutoDisabled, config: SkillsConfig, root: Path) -> None:
     # The record first: a crash in between then leaves a record the next sync drops,
     # never a sync-made ``false`` that looks like the user's.
+    written = root
     try:
         auto.save()
+        # A config.json linked to one's dotfiles is written in the folder of the file it
+        # points to: that folder's permissions are the ones to check.
+        with contextlib.suppress(BrokenLink):  # its save says so itself
+            written = link_target(config.path).parent
         config.save()
     except OSError as exc:
         raise SkillError(
             f"cannot save the skills config {config.path}: {exc}; check the permissions of "
-            f"{root} and run the sync again (the generated skills are already on disk)"
+            f"{written} and run the sync again (the generated skills are already on disk)"
         ) from exc
 
 

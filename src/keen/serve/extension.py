@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from keen._redact import redactor
+from keen._terminal import name_in_message
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 __all__ = [
@@ -111,7 +112,7 @@ def description_required(name: str) -> dict[str, Any]:
 
 def unknown_tool(name: str, available: list[str]) -> dict[str, Any]:
     """The entry of section 6.3 for a name that is not in tools/list."""
-    return {"error": f"Tool '{name}' not found", "available_tools": list(available)}
+    return {"error": f"Tool '{name_in_message(name)}' not found", "available_tools": list(available)}
 
 
 def rate_limited(limit: int, window: float) -> dict[str, Any]:

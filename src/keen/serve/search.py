@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as mt
 
+from keen._terminal import name_in_message
 from keen.entry_tools import (
     CALL_TOOL,
     CALL_TOOL_ALIASES,
@@ -241,7 +242,9 @@ class SearchMode:
             body, _ = ext.describe(self.served.catalog(), names)
             return _json_result(body)
         return error_result(
-            _bad_args(f"unknown tool {name!r}; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}")
+            _bad_args(
+                f"unknown tool '{name_in_message(name)}'; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}"
+            )
         )
 
     async def _search(self, query: str, limit: int) -> mt.CallToolResult:

@@ -67,6 +67,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
+from keen._terminal import name_in_message
 from keen._text import shorten
 from keen.capabilities import Capability
 from keen.errors import InvalidArguments, KeenError
@@ -98,6 +99,7 @@ from keen.serve.search import SEARCH_INSTRUCTIONS, SEARCH_TOOLS, CapabilitySearc
 from keen.serve.served import ServedTools
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
+    DEFAULT_FETCH_LIMIT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL,
     MemoryStore,
@@ -176,7 +178,7 @@ class KeenServer:
         audit_path: Path | None = None,
         session_ttl: float = DEFAULT_SESSION_TTL,
         auth_ttl: float = DEFAULT_AUTH_TTL,
-        fetch_limit: int = 60,
+        fetch_limit: int = DEFAULT_FETCH_LIMIT,
         fetch_window: float = 60.0,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
@@ -366,7 +368,7 @@ class KeenServer:
             return None
         exposed = self.served.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
         if exposed is None:
-            return f"{cap.server}/{cap.name} is not served"
+            return f"{name_in_message(f'{cap.server}/{cap.name}')} is not served"
         return self._authorized(exposed.name, caller)
 
     async def _authorized(self, name: str, caller: str | None) -> str | None:

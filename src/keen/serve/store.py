@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_AUTH_TTL",
+    "DEFAULT_FETCH_LIMIT",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL",
     "MemoryStore",
@@ -50,6 +51,9 @@ DEFAULT_SESSION_TTL = 30 * 60.0
 
 DEFAULT_AUTH_TTL = 60 * 60.0
 """Seconds a fetched description keeps its tool authorized (renewed by each authorized call)."""
+
+DEFAULT_FETCH_LIMIT = 60
+"""Descriptions one caller may fetch a minute (``keen serve --fetch-limit``)."""
 
 DEFAULT_MAX_SESSIONS = 100
 """Open sessions one caller may hold at once (``keen serve --max-sessions``)."""

@@ -10,7 +10,7 @@ What the state holds, and why each part is needed:
 * ``config.json``: ``stat`` (device, inode, size, mtime and ctime in ns). Keen replaces it
   atomically (a new inode each save); an in-place edit changes size or mtime.
 * Each entry of the skills directory that discovery looks at (names not starting with
-  ``.``): its ``lstat`` (inode, mode, mtime, ctime), and for a symlink its target
+  ``.``, but ``config.json``): its ``lstat`` (inode, mode, mtime, ctime), and for a symlink its target
   (``readlink``). A generated skill is a symlink swapped to a new versioned directory
   (``mcp:<server> -> .mcp:<server>.<hex>``); the root's own mtime would change too, but a
   user editing a ``SKILL.md`` inside a folder does not touch the root at all, so the root
@@ -77,6 +77,7 @@ from keen.skills.discover import (
     read_marker,
     scan,
 )
+from keen.skills.lock import CONFIG_FILE
 
 __all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state", "store_file"]
 
@@ -128,7 +129,7 @@ class SkillsDirState(NamedTuple):
     """What :func:`keen.skills.discover` would read from a skills directory, as stat data.
 
     ``root``: the directory (absolute). ``config``: the stat of ``config.json`` (``None``:
-    absent). ``entries``: per non-dot entry, sorted by name: name, its ``lstat``, symlink
+    absent). ``entries``: per non-dot entry but ``config.json``, sorted by name: name, its ``lstat``, symlink
     target (``""`` when not a link), stat of its ``SKILL.md`` and of its marker file.
     ``racy``: names of the entries with a timestamp within :data:`RACY_SECONDS` of the
     scan (``config.json`` included under its own name). ``settled``: none is racy; an
@@ -189,13 +190,18 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
     root = (skills_root if skills_root is not None else paths.skills_dir()).absolute()
     # Taken before any stat: a timestamp written after it is by definition within the window.
     began_ns = time.time_ns()
-    config = _stat(str(root / "config.json"))
+    config = _stat(str(root / CONFIG_FILE))  # through a symlink: its file's stat
     try:
         listing = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         listing = []
     with _open_dir(root) as fd:
-        entries = [_entry_key(entry, fd) for entry in listing if not entry.name.startswith(".")]
+        # config.json is in ``config`` above, a symlink too: no entry discovery would load.
+        entries = [
+            _entry_key(entry, fd)
+            for entry in listing
+            if not entry.name.startswith(".") and entry.name != CONFIG_FILE
+        ]
     cutoff = began_ns - int(RACY_SECONDS * 1e9)
 
     def fresh(*stats: _Stat) -> bool:
@@ -203,7 +209,7 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
 
     racy = {e[0] for e in entries if fresh(e[1], e[3], e[4])}
     if fresh(config):
-        racy.add("config.json")
+        racy.add(CONFIG_FILE)
     return SkillsDirState(root, config, tuple(entries), frozenset(racy))
 
 
@@ -450,7 +456,7 @@ class DiscoveryCache:
             return result
 
         listing = [e[0] for e in state.entries if _is_listed(e)]
-        config = SkillsConfig.load(state.root / "config.json")
+        config = SkillsConfig.load(state.root / CONFIG_FILE)
         # Entries read again are looked up by name in the open directory (as the state was).
         with _open_dir(state.root) as fd:
             found = scan(state.root, config, load, listing)

@@ -1,25 +1,28 @@
 """The skills config: ``$KEEN_HOME/skills/config.json`` (docs/architecture.md "Enabling and disabling").
 
 Shape: ``{"is_enabled": {"mcp:github": false, "notes": true}}``. A skill absent from
-``is_enabled`` is enabled. Writes are atomic (temp file + ``os.replace``); unknown
-top-level keys are kept.
+``is_enabled`` is enabled. Writes are atomic (temp file + ``os.replace``) and keep the
+file's mode; a symlink stays one (the file it points to is replaced; a link to nothing or a
+loop is refused); unknown top-level keys are kept.
 
 Several writers change it: the generated-skill sync and live refresh, ``/skills
 enable|disable`` in ``keen chat``, ``keen skills enable|disable``, possibly in different
 processes at once. Each change is a read-modify-write, so each must hold the skills
-directory's lock (:mod:`keen.skills.lock`) from the load to the save, or one writer's save
-drops another's change; :meth:`SkillsConfig.edit` does exactly that.
+directory's lock (:mod:`keen.skills.lock`, and beside the file a symlink points to) from
+the load to the save, or one writer's save drops another's change;
+:meth:`SkillsConfig.edit` does exactly that.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from keen._fs import BOM, atomic_write_json
+from keen._fs import BOM, BrokenLink, atomic_write_json, link_target
 from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
@@ -49,6 +52,9 @@ class SkillsConfig:
         try:
             text = path.read_text(encoding="utf-8").removeprefix(BOM)  # an editor's byte order mark
         except FileNotFoundError:
+            # A symlink to nothing is no missing file (every skill enabled): its save would
+            # refuse it, and until then the settings it lost read as none.
+            _file(path)
             return cls(path)
         except NotADirectoryError as exc:
             # A skills root given as a file (discover(Path("notes.md"))): a bare OSError
@@ -67,6 +73,8 @@ class SkillsConfig:
                 '(it only holds {"is_enabled": {...}})'
             ) from exc
         except OSError as exc:
+            if path.is_symlink():
+                _file(path)  # a loop of links: no permission or deletion fixes that
             why = exc.strerror or type(exc).__name__
             raise SkillError(
                 f"{path}: cannot be read ({why}); fix its permissions or delete the file "
@@ -108,8 +116,10 @@ class SkillsConfig:
     @classmethod
     @contextlib.contextmanager
     def edit(cls, path: Path, *, timeout: float = 60.0) -> Iterator[SkillsConfig]:
-        """Hold the lock of the skills directory ``path.parent``, load ``path``, yield it, and
-        save it when the block ends without an exception (changed or not: atomic either way).
+        """Hold the lock of the skills directory ``path.parent`` (and, when ``path`` is a
+        symlink, the one beside the file it points to: :func:`keen.skills.lock.locked`), load
+        ``path``, yield it, and save it when the block ends without an exception (changed or
+        not: atomic either way).
 
         Raises:
             SkillError: the config is broken (nothing is written), or another writer held
@@ -144,9 +154,30 @@ class SkillsConfig:
         return sorted(self._enabled)
 
     def save(self) -> None:
+        """Write the config atomically. A symlink (config.json kept with one's dotfiles)
+        stays one: the file it points to is replaced, its mode kept.
+
+        Raises:
+            SkillError: the path is a symlink to nothing, or a loop of them (nothing written).
+            OSError: the file could not be written.
+        """
         data = dict(self._data)
         data["is_enabled"] = dict(sorted(self._enabled.items()))
-        atomic_write_json(self.path, data)
+        file = _file(self.path)
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+        atomic_write_json(file, data, mode=mode)
+
+
+def _file(path: Path) -> Path:
+    """The file the config at ``path`` is (:func:`keen._fs.link_target`), or a SkillError
+    naming a symlink to nothing or a loop: as configs.json's edits refuse them."""
+    try:
+        return link_target(path)
+    except BrokenLink as exc:
+        raise SkillError(str(exc)) from None
 
 
 def _not_a_folder(root: Path) -> str:

@@ -8,7 +8,8 @@ Rules, in the order they are applied to each entry of the skills directory:
 
 * Entries whose name starts with ``.`` are skipped silently: they are build and
   versioned directories of the atomic swap (docs/architecture.md "Generated skills") or editor
-  litter, never skills. Plain files (``config.json``) are skipped too.
+  litter, never skills. Plain files are skipped too, and ``config.json`` (the skills
+  config) even when it is a symlink to a file kept elsewhere.
 * A skill directory may be a symlink (the generator swaps a link to a versioned
   directory); it is followed. ``Skill.path`` keeps the *link* path, made absolute but
   not resolved, because the versioned target disappears at the next swap while the
@@ -45,6 +46,7 @@ from keen._log import LazyLogger
 from keen._record import FrozenRecord
 from keen.errors import Remedy, SkillError
 from keen.skills.config import SkillsConfig
+from keen.skills.lock import CONFIG_FILE
 
 __all__ = [
     "MANAGED_BY",
@@ -441,7 +443,7 @@ def load_dir(
 def _root_and_config(skills_root: Path | None, config: SkillsConfig | None) -> tuple[Path, SkillsConfig]:
     root = (skills_root if skills_root is not None else paths.skills_dir()).absolute()
     if config is None:
-        config = SkillsConfig.load(root / "config.json")
+        config = SkillsConfig.load(root / CONFIG_FILE)
     return root, config
 
 
@@ -481,8 +483,11 @@ def scan(
                 listing = sorted(
                     entry.name
                     for entry in found
-                    # plain files such as config.json are skipped; links are followed by load
-                    if not entry.name.startswith(".") and (entry.is_symlink() or entry.is_dir())
+                    # plain files are skipped; links are followed by load, but config.json
+                    # linked to one's dotfiles is the config, no skill to report as broken
+                    if not entry.name.startswith(".")
+                    and entry.name != CONFIG_FILE
+                    and (entry.is_symlink() or entry.is_dir())
                 )
         except FileNotFoundError:
             return Discovery()

@@ -48,6 +48,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from keen._terminal import name_in_message
+from keen._text import some_of
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerInfo, Tool
@@ -420,18 +422,20 @@ def trust(
             wanted.append(raw)
         missing = [n for n in wanted if n not in live]
         if missing:
+            # The names are the user's and the server's: each cut, and a long list named in part.
             raise ToolNotFound(
-                f'MCP server "{server}" lists no tool {", ".join(repr(n) for n in missing)}; '
-                f"trust only tools it lists now ({', '.join(sorted(live)) or 'none'})",
+                f'MCP server "{server}" lists no tool {some_of(missing, 5, say=_quoted)}; '
+                f"trust only tools it lists now ({some_of(sorted(live), 20, say=name_in_message) or 'none'})",
                 server=server,
                 tool=missing[0],
             )
     for name, hex_prefix in expected.items():
         check = report.check(name)
         if check is not None and not (check.fingerprint or "").removeprefix("sha256:").startswith(hex_prefix):
+            said = name_in_message(name)
             raise ToolQuarantined(
-                f'the tool "{server}/{name}" is no longer the definition {name}@{hex_prefix} you reviewed '
-                f"(now {check.ref}): it changed again; nothing was trusted. Review it again.",
+                f'the tool "{server}/{said}" is no longer the definition {said}@{hex_prefix} you reviewed '
+                f"(now {said}@{check.ref.rpartition('@')[2]}): it changed again; nothing was trusted. Review it again.",
                 server=server,
                 tool=name,
                 status=check.status,
@@ -464,6 +468,11 @@ def trust(
     return pins, trusted
 
 
+def _quoted(name: str) -> str:
+    # Quoted, not repr'd: the text is escaped already, and repr would double each backslash.
+    return f"'{name_in_message(name)}'"
+
+
 def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> None:
     """Raise ``ToolQuarantined`` unless every one of ``tools`` is a definition ``reviewed`` holds."""
     for tool in tools:
@@ -471,7 +480,7 @@ def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> Non
         if shown is not None and fingerprint(tool) in shown:
             if reviewed.cut.get(tool.name):
                 raise ToolQuarantined(
-                    f'the tool "{server}/{tool.name}" was not shown whole by `keen mcp diff {server}` at '
+                    f'the tool "{server}/{name_in_message(tool.name)}" was not shown whole by `keen mcp diff {server}` at '
                     f"{reviewed.reviewed_at} ({reviewed.cut[tool.name]:,} characters of it were not shown), "
                     f"so nothing was trusted. Run `keen mcp diff {server} --full`, review all of it, then trust.",
                     server=server,
@@ -481,7 +490,7 @@ def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> Non
             continue
         what = "differs from the one" if shown else "was not among the tools"
         raise ToolQuarantined(
-            f'the tool "{server}/{tool.name}" as the server lists it now {what} `keen mcp diff {server}` '
+            f'the tool "{server}/{name_in_message(tool.name)}" as the server lists it now {what} `keen mcp diff {server}` '
             f"showed at {reviewed.reviewed_at}: the server changed it since, so nothing was trusted. Run "
             f"`keen mcp diff {server}` again, review what it shows, then trust.",
             server=server,
@@ -856,7 +865,7 @@ class PinGuard:
             logger.warning(
                 "%s/%s is %s since it was pinned (%s); allowed by pinning policy warn",
                 server,
-                escape_text(tool, one_line=True),
+                name_in_message(escape_text(tool, one_line=True)),
                 check.status,
                 ", ".join(check.changed_fields) or "not pinned",
             )
@@ -894,8 +903,8 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
     # Both names are the server's (the old one as it once listed it, kept in the pin file):
     # escaped onto one line, so neither can end the sentence and start one of its own.
-    name = escape_text(check.name, one_line=True)
-    previous = escape_text(check.previous_name or "", one_line=True)
+    name = name_in_message(escape_text(check.name, one_line=True))
+    previous = name_in_message(escape_text(check.previous_name or "", one_line=True))
     if check.status == "new":
         what = "is new since this server's tools were pinned"
     elif check.status == "renamed":

@@ -33,6 +33,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from mcp_types import HEADER_MISMATCH, INVALID_PARAMS
 
+from keen._terminal import name_in_message
 from keen.errors import Remedy, ToolChanged, ToolNotFound, exception_leaves
 from keen.mcp.listing.changes import ToolsChanged, diff_tools
 from keen.mcp.types import Tool
@@ -129,7 +130,7 @@ async def call_with_relist(
 def _check_unchanged(before: Tool, after: Tool | None, server: str, tool: str) -> None:
     if after is None:
         raise ToolNotFound(
-            f'MCP server "{server}" no longer has tool "{tool}": it left the server\'s tools/list since '
+            f'MCP server "{server}" no longer has tool "{name_in_message(tool)}": it left the server\'s tools/list since '
             "Keen last listed it, and the call was not run. Pick another tool from its latest list.",
             server=server,
             tool=tool,
@@ -138,7 +139,7 @@ def _check_unchanged(before: Tool, after: Tool | None, server: str, tool: str) -
     fields = definition_changes(before, after)
     if fields:
         raise ToolChanged(
-            f'MCP server "{server}" changed tool "{tool}" since Keen last listed it '
+            f'MCP server "{server}" changed tool "{name_in_message(tool)}" since Keen last listed it '
             f"({', '.join(fields)}), and the call was not run: read its new definition and call again.",
             server=server,
             tool=tool,

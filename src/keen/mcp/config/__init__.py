@@ -2,6 +2,7 @@
 
 * :mod:`~keen.mcp.config.servers`: configs.json (version 1): the models, ``load_config``,
   ``parse_config``, ``save_config``.
+* :mod:`~keen.mcp.config.values`: the rules for one field's value (header, URL, command, env).
 * :mod:`~keen.mcp.config.defaults`: the ``[mcp]`` table of ``config.toml`` and ``KEEN_MCP_TIMEOUT``.
 * :mod:`~keen.mcp.config.importer`, :mod:`~keen.mcp.config.hosts`: other MCP hosts' files
   (``keen mcp import``).

@@ -33,7 +33,7 @@ from keen.mcp.config.importer import (
     import_mcp_servers,
     suggest_name,
 )
-from keen.mcp.config.load import load_config
+from keen.mcp.config.load import load_config, warn_if_others_read_secrets
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     config_file,
@@ -60,11 +60,15 @@ _LOCK_TIMEOUT_SECONDS = 10.0
 
 @contextlib.contextmanager
 def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
-    """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first."""
-    config_path.parent.mkdir(parents=True, exist_ok=True)
+    """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first.
+
+    A file other users can read that holds a key in clear is warned of when the block is
+    done, and only if it still is: an edit that saved it wrote it 0600."""
     # Beside the file a symlink points to: two KEEN_HOMEs linking one dotfiles configs.json
     # take one lock, or each would write the file under its own and lose the other's entry.
+    # First: a folder link to nothing on the way is named, not made a "file in its place".
     real = config_file(config_path)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(real.with_name(real.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
     try:
         lock.acquire()
@@ -74,10 +78,12 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
             "try again when it is done",
             path=str(config_path),
         ) from None
+    checked = False
     try:
         existing: dict[str, Any] | None = None
         if real.exists():
-            load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
+            # Raises only for a file that cannot be used at all; the warning waits for the save.
+            load_config(config_path, strict=False, warn_readable=False)
             text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
             where = _not_finite(existing)
@@ -97,9 +103,12 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
                     path=str(config_path),
                     server=twice[0],
                 )
+        checked = True
         yield existing
     finally:
         lock.release()
+        if checked:
+            warn_if_others_read_secrets(config_path)
 
 
 def _not_finite(value: Any, where: str = "") -> str | None:

@@ -47,7 +47,6 @@ from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
-    header_name,
     misspelling_of,
     neither_command_nor_url,
     nested_too_deep,
@@ -57,6 +56,7 @@ from keen.mcp.config.servers import (
     too_deep,
     validate_config,
 )
+from keen.mcp.config.values import header_name
 
 __all__ = [
     "KEEN_SETTINGS",

@@ -7,41 +7,53 @@ each converted entry validated by ``servers``): the importer and the model form 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from keen._fs import BOM
+from keen._fs import BOM, link_target
 from keen.errors import ConfigError
-from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
+from keen.mcp.config.servers import MCPConfig, config_file, declared_kinds, read_json, validate_config
 
-__all__ = ["load_config", "parse_config"]
+__all__ = ["load_config", "parse_config", "warn_if_others_read_secrets"]
 
 logger = logging.getLogger(__name__)
 
 
-def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
+def load_config(
+    path: Path, *, environ: dict[str, str] | None = None, strict: bool = True, warn_readable: bool = True
+) -> MCPConfig:
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
-        path: the file; a missing or empty file is an empty config (a UTF-8 byte order mark
-            at its start is skipped).
+        path: the file, or a symlink to it; a missing or empty file is an empty config (a
+            UTF-8 byte order mark at its start is skipped).
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
             goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
             :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
+        warn_readable: warn of a file other users can read that holds a credential written
+            in clear (:func:`warn_if_others_read_secrets`); ``False`` for an edit, which
+            writes the file 0600 and then warns only if it did not.
 
     Returns:
         The validated config, servers in file order.
 
     Raises:
-        ConfigError: unreadable or invalid (with ``strict=False``: only a file that cannot be
-            used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
-            they apply; the message says what to fix.
+        ConfigError: unreadable (a symlink to nothing or a loop of them too) or invalid
+            (with ``strict=False``: only a file that cannot be used at all), with ``path``,
+            ``server``, ``field``, ``line`` and ``column`` where they apply; the message says
+            what to fix.
     """
+    # A symlink to nothing read as a missing file: `keen mcp list` said "no servers" while
+    # the user's servers sat in a dotfiles folder moved away; an edit refuses it (config_file).
+    file = config_file(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         return MCPConfig.model_construct()  # nothing to validate (servers.py's defer_build)
     except UnicodeDecodeError as exc:
@@ -66,7 +78,69 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     text = text.removeprefix(BOM)
     if not text.strip():
         return MCPConfig.model_construct()  # an empty file (`touch configs.json`): as a missing one
-    return parse_config(text, source=str(path), environ=environ, strict=strict)
+    config = parse_config(text, source=str(path), environ=environ, strict=strict)
+    if warn_readable:
+        _warn(path, file, text)
+    return config
+
+
+_WARNED: set[str] = set()
+"""The files :func:`warn_if_others_read_secrets` warned about: once a process (a command may
+load configs.json several times)."""
+
+
+def warn_if_others_read_secrets(path: Path) -> None:
+    """Warn once a process when other users may read configs.json and it holds credentials
+    written in clear (README "Configure servers").
+
+    Keen writes the file 0600, but one written by hand (or by a dotfiles tool) may be 0644:
+    every user of the machine could read its keys. The warning (the logger) names the servers
+    and fields (:func:`keen.mcp.config.secrets.secrets_in_clear`), never a value, and both
+    fixes. :func:`load_config` calls it; an edit calls it once it has saved the file, so a
+    file it wrote 0600 gets no advice that is out of date.
+
+    Args:
+        path: configs.json, or a symlink to it; a file that cannot be read or parsed is left
+            to the reader that will say why.
+    """
+    try:
+        file = link_target(path)
+        text = file.read_text(encoding="utf-8").removeprefix(BOM)
+    except (OSError, UnicodeDecodeError):
+        return
+    with contextlib.suppress(ConfigError):
+        _warn(path, file, text)
+
+
+def _warn(path: Path, file: Path, text: str) -> None:
+    """:func:`warn_if_others_read_secrets` of ``file`` (``path``, or the file its symlink
+    points to), whose ``text`` is read already; raises ConfigError for ``text`` that is no JSON."""
+    if os.name == "nt" or str(file) in _WARNED:
+        return  # Windows: the file's ACL, not these mode bits, says who may read it
+    try:
+        mode = stat.S_IMODE(file.stat().st_mode)
+    except OSError:
+        return
+    if not mode & 0o044 or not text.strip():
+        return
+    from keen._terminal import shell_word, terminal_text
+    from keen.mcp.config.secrets import secrets_in_clear
+
+    found = secrets_in_clear(read_json(text, source=str(path)))
+    if not found:
+        return
+    _WARNED.add(str(file))
+    # repr escapes what a terminal would act on in a name; name_start cut each field's at one.
+    where = "; ".join(f"server {server!r} {terminal_text(field, one_line=True)}" for server, field in found)
+    logger.warning(
+        "%s can be read by other users (mode %04o) and holds credentials written in clear (%s); "
+        "run chmod 600 %s, or put each value in an environment variable and write ${VAR} in its place "
+        '(README "Configure servers")',
+        terminal_text(str(path), one_line=True),
+        mode,
+        where,
+        shell_word(str(path)),
+    )
 
 
 def parse_config(

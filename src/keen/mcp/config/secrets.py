@@ -6,6 +6,9 @@ values, its ``headers``, its API key (raw and as the header value sent) and its 
 ``client_secret``. Tokens Keen obtains later are registered where they are stored
 (:mod:`keen.mcp.auth.store`). Values that are plainly configuration (``info``, ``true``,
 numbers, file paths) are left alone: see :func:`keen._redact.looks_secret`.
+
+:func:`secrets_in_clear` finds, in a configs.json as written, the credentials written in
+clear rather than as ``${VAR}`` references (what a file others can read must not hold).
 """
 
 from __future__ import annotations
@@ -13,9 +16,17 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
-from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.config.servers import (
+    VAR_REFERENCE,
+    ApiKeyAuth,
+    HttpServerConfig,
+    OAuthAuth,
+    StdioServerConfig,
+)
+from keen.mcp.config.values import name_start
 
 __all__ = [
     "arg_secret_references",
@@ -23,6 +34,7 @@ __all__ = [
     "hide_arg_secrets",
     "register_server_secrets",
     "secret_name",
+    "secrets_in_clear",
 ]
 
 # A word of a name (a flag, a header, an environment variable) saying its value is a credential...
@@ -255,3 +267,94 @@ def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], 
             out[i] = reference(args[i - 1] if i and args[i - 1].startswith("-") else "arg")
             what(arg)
     return out, names, holds
+
+
+# What is left of a value once its ${VAR} references are taken out may end in the scheme
+# that preceded one ("Bearer ${TOKEN}"): a scheme alone is no credential.
+_BARE_SCHEME = re.compile(r"(?i)\b(?:bearer|basic|token|bot)\s*$")
+# ...or a URL's user name whose password was the reference (https://me:${PASS}@host).
+_BARE_USER = re.compile(r"(?<=://)[^/\s@?#:]*:@")
+# Only the pattern rules (no secret registered): a URL's query values are no credentials
+# unless their names say so ("?team=acme"), where url_secrets takes every one for a secret.
+_PATTERNS_ONLY = Redactor()
+
+
+def _unreferenced(text: str) -> str:
+    """``text`` as the file itself holds it: each ``${VAR}`` reference taken out, but the
+    default of a ``${VAR:-default}`` kept as written (``${GITHUB_TOKEN:-ghp_...}`` holds a
+    token in clear, used whenever the variable is unset)."""
+    if not _REFERENCE.search(text):
+        return text
+    held = _REFERENCE.sub("", VAR_REFERENCE.sub(lambda found: found.group(2) or "", text))
+    return _BARE_USER.sub("", _BARE_SCHEME.sub("", held))
+
+
+def _in_clear(words: Sequence[str]) -> bool:
+    """Whether a command line (or one ``NAME=VALUE`` or ``Header: value`` word) holds a
+    credential written in clear: what :func:`hide_arg_secrets` hides once its ``${VAR}``
+    references are taken out, a URL only where the pattern rules find one."""
+    probe = [_unreferenced(word) for word in words]
+    for word, shown in zip(probe, hide_arg_secrets(probe, {}), strict=True):
+        if shown != word and (not _URL.search(word) or _PATTERNS_ONLY.redact(word) != word):
+            return True
+    return False
+
+
+def secrets_in_clear(raw: Any) -> list[tuple[str, str]]:
+    """Where configs.json as written holds a credential in clear rather than as a ``${VAR}``
+    reference (README "Configure servers": a key belongs in the environment).
+
+    Judged as everywhere else: an ``auth.key`` or ``client_secret`` written at all; an
+    ``env`` value, a header or an ``args`` word as :func:`hide_arg_secrets` hides it (the
+    value of a name that says secret, ``Bearer <token>``, a URL's userinfo or a query value
+    whose name says secret). The default of a ``${VAR:-default}`` is written in the file,
+    so it is judged as the rest of the text.
+
+    Args:
+        raw: the parsed JSON of configs.json, ``${VAR}`` not expanded
+            (:func:`keen.mcp.config.servers.read_json`); anything else holds nothing.
+
+    Returns:
+        ``(server, field)`` pairs such as ``("files", "env.GITHUB_TOKEN")``, in file order,
+        never the values; a name (of a variable or header) only as far as
+        :func:`keen.mcp.config.values.name_start` shows it.
+    """
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, dict):
+        return []
+    found: list[tuple[str, str]] = []
+    for server, entry in cast("dict[str, Any]", servers).items():
+        if isinstance(entry, dict):
+            found += [(server, field) for field in _fields_in_clear(cast("dict[str, Any]", entry))]
+    return found
+
+
+def _fields_in_clear(entry: dict[str, Any]) -> list[str]:
+    fields: list[str] = []
+    command, args, url = entry.get("command"), entry.get("args"), entry.get("url")
+    if isinstance(command, str) and " " in command.strip():  # a whole command line in one word
+        try:
+            words = shlex.split(command)
+        except ValueError:  # unbalanced quotes
+            words = command.split()
+        if _in_clear(words):
+            fields.append("command")
+    if isinstance(args, list) and _in_clear([arg for arg in cast("list[Any]", args) if isinstance(arg, str)]):
+        fields.append("args")
+    if isinstance(url, str) and _in_clear([url]):
+        fields.append("url")
+    for table, join in (("env", "="), ("headers", ": ")):
+        values = entry.get(table)
+        if isinstance(values, dict):
+            fields += [
+                f"{table}.{name_start(name)}"
+                for name, value in cast("dict[str, Any]", values).items()
+                if isinstance(value, str) and _in_clear([f"{name}{join}{value}"])
+            ]
+    auth = entry.get("auth")
+    if isinstance(auth, dict):
+        for key in ("key", "client_secret"):
+            value = cast("dict[str, Any]", auth).get(key)
+            if isinstance(value, str) and _unreferenced(value).strip():
+                fields.append(f"auth.{key}")
+    return fields

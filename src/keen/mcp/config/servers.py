@@ -28,7 +28,7 @@ names that are no token, control characters in header values and keys, ``env`` n
 ``=`` (an empty one is skipped with a warning), NUL in a stdio server's strings, a blank
 ``cwd``, a lone surrogate; and a file nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
 a :class:`~keen.errors.ConfigError` naming the server and field (and line/column for
-broken JSON).
+broken JSON). The rules for one field's value are :mod:`keen.mcp.config.values`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, cast
-from urllib.parse import urlparse
 
 from pydantic import (
     BaseModel,
@@ -55,9 +54,10 @@ from pydantic import (
     model_validator,
 )
 
-from keen._fs import LONE_SURROGATE, atomic_write_json
-from keen._redact import redact_url, register_value
+from keen._fs import LONE_SURROGATE, BrokenLink, atomic_write_json, link_target
+from keen._redact import register_value
 from keen.errors import ConfigError
+from keen.mcp.config import values
 from keen.mcp.config.defaults import default_connect_timeout
 from keen.mcp.types import SERVER_NAME_RE
 
@@ -68,6 +68,7 @@ __all__ = [
     "MOST_LEVELS",
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
+    "VAR_REFERENCE",
     "ApiKeyAuth",
     "AuthFactory",
     "HttpServerConfig",
@@ -79,7 +80,6 @@ __all__ = [
     "Timeouts",
     "config_file",
     "declared_kinds",
-    "header_name",
     "misspelling_of",
     "neither_command_nor_url",
     "nested_too_deep",
@@ -123,7 +123,9 @@ def repeated_keys(obj: Any) -> tuple[str, ...]:
 
 
 SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+VAR_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""A ``${VAR}`` or ``${VAR:-default}`` reference in a configs.json string: the variable's
+name, and the default as written (``None`` when there is none)."""
 
 
 class _Model(BaseModel):
@@ -131,81 +133,6 @@ class _Model(BaseModel):
     # class is defined (about 50 ms of CPU for these models): a session with no configs.json
     # (EMPTY) never validates one.
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-# RFC 9110 section 5.1: a field name is a token; section 5.5: a field value holds no CR, LF
-# or NUL (and no other control but tab). httpx2 refuses either only when it sends the
-# request, and that refusal reads as the server's broken answer, with the value in it.
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
-# Where a pasted "NAME=value", "Name: value" or "Name value" puts the value: what follows
-# the first of these is never printed, and a long start is cut (it may be the key itself).
-_VALUE_STARTS = re.compile(r"[=:\s\x00-\x1f\x7f]")
-_SHOWN_NAME = 40
-
-
-def _name_start(name: str) -> str:
-    """Of a name, only what comes before any value pasted into it, cut when long."""
-    found = _VALUE_STARTS.search(name)
-    start = name if found is None else name[: found.start()]
-    return start if len(start) <= _SHOWN_NAME else start[:_SHOWN_NAME] + "..."
-
-
-def _name_mistake(name: str, wrong: int, kind: str) -> str:
-    """What is wrong with ``name``, such as ``a header name holds ':' after 'X-Api-Key'``: the
-    character at ``wrong`` named, and the name only as :func:`_name_start` shows it."""
-    start, char = _name_start(name), ascii(name[wrong])
-    if not start or wrong == 0:
-        return f"{kind} starts with {char}"
-    if name[:wrong] == start:
-        return f"{kind} holds {char} after {start!r}"
-    return f"{kind} beginning {start!r} holds {char}"
-
-
-def header_name(value: str) -> str:
-    """An HTTP header name as given, checked (RFC 9110 section 5.1: a token).
-
-    Raises:
-        ValueError: it is no token; the message shows only what precedes a value pasted
-            into the name (``Name: value``), never the value.
-    """
-    if not _HEADER_NAME.fullmatch(value):
-        if not value:
-            raise ValueError("a header name is empty; use letters, digits and '-' (such as \"X-Api-Key\")")
-        wrong = next(i for i, char in enumerate(value) if not _HEADER_NAME.fullmatch(char))
-        raise ValueError(
-            f"{_name_mistake(value, wrong, 'a header name')}, which no HTTP header name can; "
-            'give the name alone (such as "X-Api-Key") and put the value on the right'
-        )
-    return value
-
-
-def _header_value(value: str) -> str:
-    # The value may be a secret: the message never repeats it.
-    if _CONTROL.search(value):
-        raise ValueError(
-            "holds a line break or another control character, which an HTTP header cannot carry; "
-            "remove it (a ${VAR} it reads from must hold one line)"
-        )
-    return value
-
-
-def _env_name_wrong(name: str) -> int | None:
-    """Where an environment variable name holds what the operating system ends it at
-    (``=`` or NUL), or None."""
-    found = re.search(r"[=\0]", name)
-    return None if found is None else found.start()
-
-
-def _no_nul(value: str) -> str:
-    # The operating system ends a program's arguments, variables and paths at a NUL.
-    if "\0" in value:
-        raise ValueError(
-            "holds a NUL character (\\u0000), which no program argument, variable or path can; remove it"
-        )
-    return value
 
 
 class Timeouts(_Model):
@@ -239,12 +166,12 @@ class ApiKeyAuth(_Model):
     @field_validator("header")
     @classmethod
     def _name(cls, value: str) -> str:
-        return header_name(value)
+        return values.header_name(value)
 
     @field_validator("scheme", "key")
     @classmethod
     def _one_line(cls, value: str) -> str:
-        return _header_value(value)
+        return values.header_value(value)
 
     def header_value(self) -> str:
         return f"{self.scheme} {self.key}" if self.scheme else self.key
@@ -294,30 +221,12 @@ class HttpServerConfig(_ServerBase):
     @field_validator("headers")
     @classmethod
     def _http_headers(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, text in value.items():
-            header_name(name)
-            try:
-                _header_value(text)
-            except ValueError as exc:
-                raise ValueError(f"the value of {name!r} {exc}") from None
-        return value
+        return values.http_headers(value)
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if _CONTROL.search(value) or "\t" in value:
-            # httpx2 refuses it only at the first request, as the server failing initialize.
-            # A space it sends as %20 ("?team=My Team" connects), so a space is no error.
-            raise ValueError("holds a tab, line break or another control character; a URL has none")
-        if value != value.strip(" "):
-            # httpx2 would take " http://h/mcp" for a relative URL, %20 and all.
-            raise ValueError("starts or ends with a space; remove it")
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
-        if " " in parsed.netloc:
-            raise ValueError("has a space in its host; a host name has none")
-        return value
+        return values.http_url(value)
 
     @property
     def auth_type(self) -> str:
@@ -330,7 +239,7 @@ class StdioServerConfig(_ServerBase):
     variables ``inherit_env`` names (README "Configure servers")."""
 
     transport: Literal["stdio"]
-    command: str  # blank or empty: _non_blank says what to set
+    command: str  # blank or empty: values.command says what to set
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -341,58 +250,27 @@ class StdioServerConfig(_ServerBase):
     @field_validator("inherit_env", mode="before")
     @classmethod
     def _variable_names(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            return value
-        if not isinstance(value, list):
-            raise ValueError('must be true, false or a list of variable names such as ["AWS_PROFILE"]')
-        for name in cast("list[Any]", value):
-            if not isinstance(name, str) or not name:
-                raise ValueError(
-                    f"{name!r} is not an environment variable name; list names such as "
-                    '"AWS_PROFILE", or use true to pass every variable'
-                )
-            if (wrong := _env_name_wrong(name)) is not None:
-                raise ValueError(
-                    f"{_name_mistake(name, wrong, 'a variable name')}; list names alone such as "
-                    '"AWS_PROFILE", or use true to pass every variable'
-                )
-        return value
+        return values.inherited_names(value)
 
     @field_validator("command")
     @classmethod
     def _non_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
-        return _no_nul(value)
+        return values.command(value)
 
     @field_validator("args")
     @classmethod
     def _arguments(cls, value: list[str]) -> list[str]:
-        for arg in value:
-            _no_nul(arg)
-        return value
+        return values.arguments(value)
 
     @field_validator("env")
     @classmethod
     def _variables(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, text in value.items():
-            if (wrong := _env_name_wrong(name)) is not None:
-                raise ValueError(
-                    f"{_name_mistake(name, wrong, 'an env name')}; put the value on the right "
-                    '("API_TOKEN": "...")'
-                )
-            try:
-                _no_nul(text)
-            except ValueError as exc:
-                raise ValueError(f"the value of {_name_start(name)!r} {exc}") from None
-        return value
+        return values.variables(value)
 
     @field_validator("cwd")
     @classmethod
     def _directory(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("is blank; set the server's working directory, or remove the field")
-        return value if value is None else _no_nul(value)
+        return values.directory(value)
 
     @property
     def auth_type(self) -> str:
@@ -737,14 +615,16 @@ def _key_variables(entry: Any) -> tuple[str, ...]:
     """The ``${VAR}`` names an entry's ``auth.key`` is written with, as written (not expanded)."""
     auth = entry.get("auth") if isinstance(entry, dict) else None
     key = auth.get("key") if isinstance(auth, dict) else None  # pyright: ignore[reportUnknownMemberType]
-    return tuple(dict.fromkeys(m.group(1) for m in _VAR.finditer(key))) if isinstance(key, str) else ()
+    return (
+        tuple(dict.fromkeys(m.group(1) for m in VAR_REFERENCE.finditer(key))) if isinstance(key, str) else ()
+    )
 
 
 def _field(parts: list[Any]) -> str:
     """A validation error's field path without the server name and the union tags pydantic
     adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
     # A key of "env" or "headers" is part of the path: "TOKEN=ghp_..." shows as "TOKEN".
-    rest = [_name_start(str(part)) for part in parts[2:]]
+    rest = [values.name_start(str(part)) for part in parts[2:]]
     if rest and rest[0] in ("streamable_http", "stdio", "sse"):
         rest = rest[1:]
     if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
@@ -859,15 +739,21 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
                 field=field or None,
             )
 
-        return _VAR.sub(sub, value)
+        return VAR_REFERENCE.sub(sub, value)
     if isinstance(value, dict):
-        # A key is named in the field path only as far as _name_start shows it (a value pasted
+        # A key is named in the field path only as far as name_start shows it (a value pasted
         # into an env or header name is no part of the path).
         for key in value:
-            _no_lone_surrogate(key, name=name, field=f"{field}.{_name_start(key)}".lstrip("."), source=source)
+            _no_lone_surrogate(
+                key, name=name, field=f"{field}.{values.name_start(key)}".lstrip("."), source=source
+            )
         return {
             k: _expand(
-                v, name=name, field=f"{field}.{_name_start(k)}".lstrip("."), source=source, environ=environ
+                v,
+                name=name,
+                field=f"{field}.{values.name_start(k)}".lstrip("."),
+                source=source,
+                environ=environ,
             )
             for k, v in value.items()
         }
@@ -901,19 +787,7 @@ def config_file(path: Path) -> Path:
         ConfigError: ``path`` is a symlink to nothing (which an edit would create, folders
             and all, somewhere the user never meant) or a loop of symlinks.
     """
-    if not path.is_symlink():
-        return path
-    # os.replace over the link itself would put a plain file in its place, and the file it
-    # pointed to would keep the old servers without a word.
     try:
-        return Path(os.path.realpath(path, strict=True))
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path} links to {os.path.realpath(path)}, which does not exist; create it or remove the link",
-            path=str(path),
-        ) from None
-    except OSError as exc:  # ELOOP: configs.json -> configs.json
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read, or a link to one",
-            path=str(path),
-        ) from None
+        return link_target(path)
+    except BrokenLink as exc:
+        raise ConfigError(str(exc), path=str(path)) from None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen._digest import sha256
-from keen._fs import BOM, atomic_write_json
+from keen._fs import BOM, atomic_write_json, leads_nowhere
 from keen._version import __version__
 
 if TYPE_CHECKING:
@@ -99,7 +99,9 @@ def _validated_text(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8").removeprefix(BOM)  # as load_config reads it
     except FileNotFoundError:
-        return ""
+        # A symlink to nothing (the file's, or a folder's on its way) is no missing file:
+        # load_config says what is wrong with it.
+        return None if leads_nowhere(path) else ""
     except (OSError, UnicodeDecodeError):
         return None
     if not text.strip():

@@ -106,6 +106,7 @@ class ServerConnection:
         start_times: StartTimes | None = None,
         on_moved: Callable[[], None] | None = None,
         config_name: str = "configs.json",
+        failed_before: bool = False,
     ) -> None:
         self.name = name
         self.config_name = config_name
@@ -170,6 +171,11 @@ class ServerConnection:
         self._superseded = False  # reconfigure() ended the attempt in progress
         self._facts = ConnectFacts(name, config.transport, config.auth_type, config_name=config_name)
         self._on_tools = on_tools
+        self._tried = failed_before
+        """An earlier attempt has ended (it connected and closed, or it failed; or, given
+        ``failed_before``, the server's entry was invalid at start): a session published now
+        is a reconnect, whose tools are told as a change even when there were none before (a
+        server down at start)."""
         self._refresh_interval = refresh_interval
         self._early_notice = False
         self.watch: ListWatch | None = None
@@ -331,6 +337,7 @@ class ServerConnection:
                 try:
                     await self._connect_and_serve()
                 finally:
+                    self._tried = True
                     self._settle()
                 # Wakes during the attempt (EOF, a failed call) are spent; a refresh or stop
                 # request has set its flag, checked below.
@@ -705,7 +712,10 @@ class ServerConnection:
             )
         self._set(ServerState.CONNECTED, note)
         self._settle()
-        if previous and reconnect:
+        # Any session after the first attempt: a server down at start (no tools before) comes
+        # up with its tools as added, once, or a Catalog, keen chat or a library user would not
+        # learn of them; the first attempt's tools are the starting point, told to nobody.
+        if self._tried and reconnect:
             self._emit(reconnect)
 
     # -- transports -----------------------------------------------------------------------------------

@@ -54,12 +54,15 @@ PASSED_ENV = (
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
     "http_proxy", "https_proxy", "no_proxy", "all_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "KEEN_HOME",
 )  # fmt: skip
 """Variables every stdio server gets from Keen's environment when they are set, with every
 ``LC_*`` one and the SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``: on
 Windows ``APPDATA``, ``SYSTEMROOT``, ``USERPROFILE`` and the rest). None of them is a secret:
 who the user is, where programs are, the locale and time zone, the proxies to go through and
-the certificate authorities that go with them (file paths)."""
+the certificate authorities that go with them (file paths), and Keen's own home (README
+"Files"): a server shipped with Keen (``keen-demo-server``, whose notes are kept there)
+follows the KEEN_HOME of the Keen that starts it, as every command does."""
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from keen._redact import redactor
+from keen._terminal import name_in_message
 from keen._text import one_line, shorten
 from keen.errors import (
     AuthFailed,
@@ -490,7 +491,7 @@ def unsendable_arguments(
     except ValueError as unsendable:  # PydanticSerializationError is one
         return InvalidArguments(
             redactor.redact(
-                f'the arguments for "{tool}" on MCP server "{server}" cannot be sent as JSON '
+                f'the arguments for "{name_in_message(tool)}" on MCP server "{server}" cannot be sent as JSON '
                 f"({_short(unsendable)}); send Unicode text and JSON values only"
             ),
             server=server,
@@ -516,7 +517,7 @@ def translate_call_error(
         return cause
     if isinstance(cause, TimeoutError) or (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT):
         return CallTimeout(
-            f'"{server}/{tool}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
+            f'"{server}/{name_in_message(tool)}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
             f'"timeouts.call_tool" for "{server}" in {config_name}',
             server=server,
             tool=tool,
@@ -532,13 +533,13 @@ def translate_call_error(
         # Redacted before it is cut, so no secret survives in halves.
         detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
         if over_message_bound(cause):
-            words = _too_large_words(server, f'for "{tool}"')
+            words = _too_large_words(server, f'for "{name_in_message(tool)}"')
             return RemoteProtocolError(
                 f"{words}; ask the tool for less (a smaller page, range or file)", server=server, tool=tool
             )
         if went_away(cause):
             return ServerDisconnected(
-                f'MCP server "{server}" went away during "{tool}"',
+                f'MCP server "{server}" went away during "{name_in_message(tool)}"',
                 server=server,
                 tool=tool,
                 remedy=Remedy.RECONNECT,
@@ -551,13 +552,13 @@ def translate_call_error(
             # SDK's): a server's own error sent with a 404 (a -32002 "Resource not found", a
             # -32601) is the request's own.
             return ServerDisconnected(
-                f'MCP server "{server}" no longer knows Keen\'s session (HTTP 404 to "{tool}"): it '
+                f'MCP server "{server}" no longer knows Keen\'s session (HTTP 404 to "{name_in_message(tool)}"): it '
                 "restarted or ended it; reconnect to start a new one",
                 server=server,
                 tool=tool,
                 remedy=Remedy.RECONNECT,
             )
-        if fault := http_answer_fault(cause, f'"{tool}"', http_status, config_name):
+        if fault := http_answer_fault(cause, f'"{name_in_message(tool)}"', http_status, config_name):
             what, advice = fault
             return RemoteProtocolError(
                 redactor.redact(f'MCP server "{server}" {what}; {advice}'),
@@ -566,7 +567,7 @@ def translate_call_error(
             )
         if cause.code == INVALID_PARAMS:
             return InvalidArguments(
-                f'MCP server "{server}" rejected the arguments for "{tool}": {detail}',
+                f'MCP server "{server}" rejected the arguments for "{name_in_message(tool)}": {detail}',
                 server=server,
                 tool=tool,
                 errors=[("$", detail)],
@@ -578,7 +579,7 @@ def translate_call_error(
         if cause.code == URL_ELICITATION_REQUIRED:
             return _user_action(cause, server, tool)
         return RemoteProtocolError(
-            f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
+            f'MCP server "{server}" answered "{name_in_message(tool)}" with JSON-RPC error {cause.code}: {detail}',
             server=server,
             tool=tool,
         )
@@ -587,14 +588,16 @@ def translate_call_error(
         # itself, keen chat has /mcp connect, the CLI keen mcp connect.
         return ServerDisconnected(
             redactor.redact(
-                f'MCP server "{server}" is unreachable ({_short(cause)}) during "{tool}"; check that it is running'
+                f'MCP server "{server}" is unreachable ({_short(cause)}) during "{name_in_message(tool)}"; check that it is running'
             ),
             server=server,
             tool=tool,
             remedy=Remedy.RECONNECT,
         )
     return RemoteProtocolError(
-        redactor.redact(f'MCP server "{server}" sent an invalid answer to "{tool}": {_short(cause)}'),
+        redactor.redact(
+            f'MCP server "{server}" sent an invalid answer to "{name_in_message(tool)}": {_short(cause)}'
+        ),
         server=server,
         tool=tool,
     )
@@ -626,14 +629,14 @@ def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
     if not pages:
         why = f" ({refused} link{'s' * (refused != 1)} refused as unsafe)" if refused else ""
         return UserActionRequired(
-            f'MCP server "{server}" needs the user to open a page before "{tool}" can run, but '
+            f'MCP server "{server}" needs the user to open a page before "{name_in_message(tool)}" can run, but '
             f"named none Keen will show{why}; ask the server's owner",
             server=server,
             tool=tool,
         )
     listed = "; ".join(f"{note} {url}".strip() for note, url in pages)
     return UserActionRequired(
-        f'MCP server "{server}" needs the user to open a page before "{tool}" can run: {listed}. '
+        f'MCP server "{server}" needs the user to open a page before "{name_in_message(tool)}" can run: {listed}. '
         "The user should open it in a browser and finish there; then call the tool again",
         server=server,
         tool=tool,

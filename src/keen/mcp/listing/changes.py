@@ -35,7 +35,7 @@ RefreshReason = Literal["notification", "ttl", "refresh", "reconnect", "sync"]
 """Why the tools were listed again: a change notice from the server (``notifications/tools/
 list_changed`` or a ``subscriptions/listen`` event), an expired ``ttlMs``, an explicit
 refresh (``Manager.refresh_tools``, ``keen mcp refresh``), a new session after a
-reconnect, or a comparison with the skill on disk (``keen mcp refresh``/``watch`` at start)."""
+reconnect (or after a failed start: every tool added), or a comparison with the skill on disk (``keen mcp refresh``/``watch`` at start)."""
 
 CHANGE_FIELDS = ("title", "description", "inputSchema", "outputSchema", "annotations")
 """The fields of a tool definition compared, in MCP's spelling (tools/list)."""

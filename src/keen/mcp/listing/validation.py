@@ -53,6 +53,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from keen._terminal import name_in_message
 from keen._text import shorten
 from keen.errors import InvalidArguments
 from keen.mcp.listing._keywords import (
@@ -270,7 +271,7 @@ class ArgumentValidator:
     def validate(self, tool: Tool, arguments: Any) -> None:
         if not isinstance(arguments, dict):
             raise InvalidArguments(
-                f'arguments for "{self.server}/{tool.name}" must be a JSON object, got {type(arguments).__name__}',
+                f'arguments for "{self.server}/{name_in_message(tool.name)}" must be a JSON object, got {type(arguments).__name__}',
                 server=self.server,
                 tool=tool.name,
                 errors=[("$", "not an object")],
@@ -287,7 +288,7 @@ class ArgumentValidator:
         except PatternTooSlow as exc:
             value = shorten(exc.value, 41)
             raise InvalidArguments(
-                f'invalid arguments for "{self.server}/{tool.name}": matching {value!r} against the '
+                f'invalid arguments for "{self.server}/{name_in_message(tool.name)}": matching {value!r} against the '
                 f"inputSchema pattern {exc.pattern!r} took over {VALIDATION_BUDGET:g} s, so the call was not "
                 "sent; send a shorter or simpler value (the pattern backtracks without end on this one).",
                 server=self.server,
@@ -296,7 +297,7 @@ class ArgumentValidator:
             ) from None
         except ValidationTooSlow:
             raise InvalidArguments(
-                f'invalid arguments for "{self.server}/{tool.name}": checking them against the inputSchema '
+                f'invalid arguments for "{self.server}/{name_in_message(tool.name)}": checking them against the inputSchema '
                 f"took over {VALIDATION_BUDGET:g} s, so the call was not sent; send smaller arguments, or ask "
                 "the server's maintainer to simplify its inputSchema (its $ref, allOf, anyOf or oneOf "
                 "branches multiply the work).",
@@ -348,7 +349,7 @@ class ArgumentValidator:
         listing = "; ".join(f"{path}: {msg}" for path, msg in problems)
         more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
         raise InvalidArguments(
-            f'invalid arguments for "{self.server}/{tool.name}": {listing}{more}.',
+            f'invalid arguments for "{self.server}/{name_in_message(tool.name)}": {listing}{more}.',
             server=self.server,
             tool=tool.name,
             errors=problems,

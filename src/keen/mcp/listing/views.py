@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from keen._terminal import name_in_message
 from keen.errors import ConfigError, Remedy, ToolNotFound
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerInfo, Tool
@@ -191,9 +192,9 @@ def listed_tool(server: ListedServer, tool: str, shown: Mapping[str, Tool] | Non
         import difflib  # only a name not found needs it
 
         close = difflib.get_close_matches(tool, list(tools), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        hint = f" Did you mean: {', '.join(map(name_in_message, close))}?" if close else ""
         raise ToolNotFound(
-            f'MCP server "{server.name}" has no tool "{tool}" in its latest tools/list.{hint}',
+            f'MCP server "{server.name}" has no tool "{name_in_message(tool)}" in its latest tools/list.{hint}',
             server=server.name,
             tool=tool,
             remedy=Remedy.READ_SKILL,
