@@ -42,8 +42,8 @@ async def test_nan_and_infinite_progress_is_not_relayed_as_null(tmp_path: Path) 
     got: list[tuple[float, float | None, str | None]] = []
     failures: list[str] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        got.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append((progress, total, message))
 
     async def handler(message: Any) -> None:
         if isinstance(message, Exception):
@@ -52,7 +52,7 @@ async def test_nan_and_infinite_progress_is_not_relayed_as_null(tmp_path: Path) 
     params = stdio_params(tmp_path, ["--mode", "search"])
     async with Client(params, mode="legacy", cache=None, message_handler=handler) as client:
         call = {"server": "evil", "tool": "work", "arguments": {}}
-        result = await client.call_tool("call_mcp_tool", call, progress_callback=progress)
+        result = await client.call_tool("call_mcp_tool", call, progress_callback=on_progress)
     assert not result.is_error, result
     assert failures == []
     assert got == [(2.0, 3.0, "half")]
