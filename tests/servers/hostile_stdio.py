@@ -33,7 +33,9 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "resource_reads": {"uri": "text"},  # resources/read of uri (any ?query) answers this text
      "resource_contents": {"uri": [...]},  # resources/read of uri answers these raw contents
      "prompts": [{"name": "..."}],       # announce prompts; prompts/list
-     "prompt_results": {"name": {...}}}  # prompts/get of name answers this raw result
+     "prompt_results": {"name": {...}},  # prompts/get of name answers this raw result
+     "progress_on_call": {"tool": [{"progress": 1, ...}]}}  # notifications/progress params
+                                         # sent on the call's progressToken before answering
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
 NAME, ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
@@ -191,6 +193,15 @@ def main() -> None:
                 os._exit(int(spec["exit_on_call"][name]))
             if name in spec.get("hang_on_call", []):
                 continue
+            token = (params.get("_meta") or {}).get("progressToken")
+            for note in spec.get("progress_on_call", {}).get(name, []) if token is not None else []:
+                _send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": token, **note},
+                    }
+                )
             if name in spec.get("errors", {}):
                 _send({"jsonrpc": "2.0", "id": rid, "error": spec["errors"][name]})
                 continue

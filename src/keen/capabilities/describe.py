@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -202,16 +203,46 @@ def item_capability(
     return cap
 
 
+_EXPRESSION = re.compile(r"\{([^{}]*)\}")
+"""An RFC 6570 expression (section 2.2): ``{`` an optional operator, varspecs split by commas ``}``."""
+
+
+_PARSED_VARIABLES = 16
+"""Up to this many variables a template's summary reads them with the SDK's parse (about
+10 µs a variable), which refuses what the SDK cannot read; above, from the expressions."""
+
+
 def _template_variables(template: str) -> str:
     """The variables of an RFC 6570 URI template as a JSON object of placeholders
-    (``{"resourceId": "..."}``); unparsable: the template itself. Each name (and the
-    template) as :func:`name_in_message` quotes it: the server's, and a model reads it."""
-    from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+    (``{"resourceId": "..."}``), as many as a summary shows; a template the SDK refuses
+    (so no arguments can read it): the template itself. Each name (and the template) as
+    :func:`name_in_message` quotes it: the server's, and a model reads it.
 
-    try:
-        names = UriTemplate.parse(template).variable_names
-    except InvalidUriTemplate:
-        return name_in_message(template)
+    A template of a few variables is read with the SDK's ``UriTemplate.parse``, so the model
+    is told to give arguments only for one a read can expand (``x://{a}/{a}`` or
+    ``x://{a}{b}`` is refused there). One of more is read from its expressions as written:
+    the parse costs about 10 µs a variable, and a server may list 10,000 templates of 256
+    variables, which held the event loop for half a minute at each catalog build; a read of
+    one the SDK refuses is refused then (``keen.harness.executors``)."""
+    from mcp.shared.uri_template import DEFAULT_MAX_TEMPLATE_LENGTH, InvalidUriTemplate, UriTemplate
+
+    if len(template) > DEFAULT_MAX_TEMPLATE_LENGTH:
+        return name_in_message(template)  # the SDK refuses it unread
+    names: dict[str, None] = {}
+    specs = 0
+    for found in _EXPRESSION.finditer(template):
+        for spec in found.group(1).lstrip("+#./;?&").split(","):
+            specs += 1
+            name = spec.partition(":")[0].removesuffix("*")
+            if name:
+                names.setdefault(name)
+        if specs > _PARSED_VARIABLES and len(names) * 9 + sum(map(len, names)) > SUMMARY_CHARS:
+            break  # the summary is cut there anyway
+    if specs <= _PARSED_VARIABLES:
+        try:
+            names = dict.fromkeys(UriTemplate.parse(template).variable_names)
+        except InvalidUriTemplate:
+            return name_in_message(template)
     return json.dumps(dict.fromkeys(map(name_in_message, names), "..."), ensure_ascii=False)
 
 

@@ -24,6 +24,7 @@ from keen.errors import (
 )
 from keen.harness.local import Output
 from keen.harness.policy import visibility
+from keen.mcp.types import named_type
 
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
@@ -216,14 +217,19 @@ def hook_name(hook: Any) -> str:
 
 
 def contents_text(contents: list[dict[str, Any]]) -> str:
-    """``resources/read`` contents as text: text parts as they are, binary parts summarized."""
+    """``resources/read`` contents as text: text parts as they are, binary parts summarized
+    (``[image/png demo://x, 68 bytes]``; the server's type and URI named as a tool result's
+    are, so neither runs long nor reads as a line of Keen's own)."""
     parts: list[str] = []
     for item in contents:
         if "text" in item:
             parts.append(str(item["text"]))
         else:
             size = len(str(item.get("blob", ""))) * 3 // 4
-            parts.append(f"[{item.get('mimeType') or 'binary'} {item.get('uri', '')}, {size} bytes]")
+            mime = named_type(item["mimeType"]) if item.get("mimeType") else "binary"
+            # The URI is the server's: quoted on one line, cut, and left out when it sent none.
+            where = f" {name_in_message(str(item['uri']))}" if item.get("uri") else ""
+            parts.append(f"[{mime}{where}, {size} bytes]")
     return "\n".join(parts)
 
 

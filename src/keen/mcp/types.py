@@ -189,6 +189,12 @@ def tools_hash(tools: list[Tool]) -> str:
     return "sha256:" + hashlib.sha256("\n".join(canon).encode()).hexdigest()
 
 
+def _resource_note(uri: object) -> str:
+    # The URI is the server's: a line break in it would close Keen's bracket and go on in
+    # Keen's voice, and it may run to megabytes. A block without one says so by saying none.
+    return f"[resource {name_in_message(str(uri))}]" if uri else "[resource]"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """A ``tools/call`` result. ``content`` items are MCP content blocks as dicts
@@ -212,10 +218,10 @@ class ToolResult:
                 size = len(block.get("data", "")) * 3 // 4
                 parts.append(f"[{kind} {named_type(block.get('mimeType', ''))}, {size} bytes]")
             elif kind == "resource_link":
-                parts.append(f"[resource {block.get('uri', '')}]")
+                parts.append(_resource_note(block.get("uri")))
             elif kind == "resource":
                 res = block.get("resource", {})
-                parts.append(str(res.get("text", f"[resource {res.get('uri', '')}]")))
+                parts.append(str(res["text"]) if "text" in res else _resource_note(res.get("uri")))
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,8 @@ they are what their type claims (:func:`checked_contents`, :func:`checked_messag
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,11 @@ logger = logging.getLogger("keen.serve")
 
 URI_PREFIX = "keen://"
 _MAX_TEMPLATE_URI = 8192
+_MATCH_BUDGET = 0.5
+"""Seconds one read may spend parsing and matching its server's templates. Parsing costs
+about 10 µs a variable (256 at most a template) and a server may list 10,000 templates:
+unbounded, one read of a URI none of them matches held the event loop, every host's calls
+with it, for half a minute."""
 
 
 def exposed_uri(server: str, uri: str) -> str:
@@ -148,6 +154,7 @@ class Listing:
         prompt_of: dict[str, tuple[str, str]] = {}
         uris: dict[str, set[str]] = {}
         templates_of: dict[str, list[str]] = {}
+        clashes: dict[str, list[str]] = {}
         for server, (raw_resources, raw_templates, raw_prompts) in lists.items():
             for raw in raw_resources:
                 found = _valid(mt.Resource, raw, server)
@@ -165,21 +172,50 @@ class Listing:
                 found = _valid(mt.Prompt, raw, server)
                 if found is not None:
                     name = exposed_prompt(server, found.name)
-                    prompt_of[name] = (server, found.name)
-                    prompts.append(found.model_copy(update={"name": name}))
+                    first = prompt_of.get(name)
+                    if first is None:
+                        prompt_of[name] = (server, found.name)
+                        prompts.append(found.model_copy(update={"name": name}))
+                    elif first != (server, found.name):
+                        clashes.setdefault(name, [first[0]]).append(server)
+        for name, servers in clashes.items():
+            # Server a's prompt b__c and server a__b's prompt c are both mcp__a__b__c: a host's
+            # prompts/get names one of them and cannot say which, so neither is served (the
+            # later one was, in the earlier one's place).
+            logger.info(  # as a prompt that does not validate is: at each build of the lists
+                "prompt %s is the name of a prompt of each of servers %s; neither is served: rename one of them",
+                name,
+                ", ".join(servers),
+            )
+            del prompt_of[name]
+        prompts = [p for p in prompts if p.name not in clashes]
         return cls(resources, templates, prompts, prompt_of, uris, templates_of)
 
     def prompt(self, name: str) -> tuple[str, str] | None:
         """``(server, upstream prompt)`` of an exposed prompt name, or None when not listed."""
         return self._prompt_of.get(name)
 
-    def readable(self, server: str, uri: str) -> bool:
-        """Whether ``server`` listed ``uri``, or a template of its matches it."""
+    def readable(self, server: str, uri: str, *, clock: Callable[[], float] = time.monotonic) -> bool:
+        """Whether ``server`` listed ``uri``, or a template of its matches it. Templates are
+        tried in the order listed until :data:`_MATCH_BUDGET` seconds (by ``clock``) are
+        spent; a URI that only a template past that matches is refused, and logged."""
         if uri in self._uris.get(server, ()):
             return True
         from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+        deadline = clock() + _MATCH_BUDGET
         for template in self._templates_of.get(server, ()):
+            # The text before a template's first expression is literal: a URI that does not
+            # begin with it cannot match, so most templates cost no parse at all.
+            if not uri.startswith(template.partition("{")[0]):
+                continue
+            if clock() > deadline:
+                logger.warning(
+                    "a read of %s was refused: its templates could not all be matched within %s s",
+                    server,
+                    _MATCH_BUDGET,
+                )
+                return False
             try:
                 if UriTemplate.parse(template).match(uri, max_uri_length=_MAX_TEMPLATE_URI) is not None:
                     return True

@@ -816,6 +816,13 @@ def _progress_to(ctx: ServerRequestContext[Any, Any], peer: HostPeer) -> Progres
     channel = peer.channel
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
+        if not math.isfinite(progress) or (total is not None and not math.isfinite(total)):
+            # JSON has no NaN or infinity (an upstream's NaN parses all the same): sent, they
+            # became null, a notification no host can read as MCP's progress, a number.
+            logger.debug(
+                "dropped an upstream's progress that is not a finite number: %r of %r", progress, total
+            )
+            return
         if channel is not None:
             await channel.progress(progress, total, message)
         else:

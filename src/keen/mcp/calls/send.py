@@ -231,7 +231,7 @@ async def send_request(
     listed_by: str,
 ) -> Any:
     """``send(session)`` within ``limit`` seconds (``what`` names it in errors: ``resource
-    URI``, ``prompt NAME``). Raises ``CallTimeout``, ``ServerDisconnected`` or
+    URI`` for a ``resources/read``, ``prompt NAME`` for a ``prompts/get``). Raises ``CallTimeout``, ``ServerDisconnected`` or
     ``RemoteProtocolError``; ``InvalidArguments`` for params the server refuses (``-32602``),
     its message ending with ``listed_by`` (where the valid ones are listed) and no remedy:
     a resource or a prompt has no inputSchema or schema file to read."""
@@ -248,6 +248,7 @@ async def send_request(
                 timeout=limit,
                 http_status=http_status,
                 config_name=connection.config_name,
+                method=_METHODS.get(what.partition(" ")[0], "this request"),
             )
             if isinstance(error, ServerDisconnected):
                 error = _lost(connection, error)
@@ -260,6 +261,10 @@ async def send_request(
                     remedy=None,
                 )
             raise error from exc
+
+
+_METHODS = {"resource": "resources/read", "prompt": "prompts/get"}
+"""The request :func:`send_request` sends, by the first word of its ``what``."""
 
 
 def _lost(connection: ServerConnection, error: ServerDisconnected) -> ServerDisconnected:

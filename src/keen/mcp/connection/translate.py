@@ -509,9 +509,12 @@ def translate_call_error(
     timeout: float,
     http_status: int | None = None,
     config_name: str = "configs.json",
+    method: str = "tools/call",
 ) -> MCPServerError:
     """Map a failed ``tools/call`` to a Keen error (redacted, actionable); ``config_name``:
-    where the server's entry is, as a timeout's or a redirect's remedy names it."""
+    where the server's entry is, as a timeout's or a redirect's remedy names it; ``method``:
+    the request that failed when it was another (``resources/read``, ``prompts/get``), as a
+    server's JSON-RPC ``-32601`` (method not found) names it."""
     cause = root_cause(exc)
     if isinstance(cause, MCPServerError):
         return cause
@@ -574,7 +577,7 @@ def translate_call_error(
             )
         if cause.code == METHOD_NOT_FOUND:
             return RemoteProtocolError(
-                f'MCP server "{server}" does not support tools/call: {detail}', server=server, tool=tool
+                f'MCP server "{server}" does not support {method}: {detail}', server=server, tool=tool
             )
         if cause.code == URL_ELICITATION_REQUIRED:
             return _user_action(cause, server, tool)
