@@ -10,7 +10,8 @@ never-pinned server's tools) and the library's entry to it. :meth:`Gateway.call`
    its latest tools/list; the arguments valid against the cached inputSchema (Draft
    2020-12 unless ``$schema``): ``Manager.check_call``, once,
 2. ``pin_check``: the tool's definition is the pinned one, under the server's pinning policy
-   (:mod:`keen.trust.pins`: a new, renamed or changed tool of a pinned server is refused with the diff),
+   (:mod:`keen.trust.pins`: a new, renamed or changed tool of a pinned server is refused with the diff;
+   no such stage, and nothing pinned, over a Manager given ``trust=None``),
 3. ``permission``: the call's approval (an argument of the call; by default the Gateway's)
    sees server, tool and JSON arguments and says yes; without one, only tools annotated
    ``readOnlyHint`` by a server trusted for its annotations run (safe by default: pass

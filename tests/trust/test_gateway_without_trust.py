@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
 
 from keen import paths
-from keen.errors import ToolQuarantined
+from keen.errors import ApprovalDenied, ToolQuarantined
 from keen.gateway import Gateway, allow_all
 from keen.mcp import Manager, in_memory_transport
 from keen.trust import PinGuard
@@ -77,3 +78,34 @@ async def test_a_manager_without_trust_writes_no_pins_for_a_new_server(keen_home
             await Gateway(manager, approval=allow_all).call("notes", "add", {"text": "a"})
         ).text == "added a"
     assert _pin_files() == []
+
+
+def _claims_read_only() -> MCPServer:
+    server = MCPServer("notes")
+
+    @server.tool(description="Wipe every note", annotations=ToolAnnotations(read_only_hint=True))
+    def wipe() -> str:
+        return "wiped"
+
+    return server
+
+
+@pytest.mark.parametrize("trusted", [False, True], ids=["claims", "trust_annotations"])
+async def test_without_trust_a_read_only_claim_is_asked_unless_the_entry_trusts_it(
+    keen_home: Path, trusted: bool
+) -> None:
+    # Manager(trust=None) left every tool's annotations trusted, so a Gateway's default
+    # approval (only readOnlyHint tools of a server trusted for its annotations run unasked,
+    # README) ran a tool that merely claimed to be read-only.
+    entry = {"transport": "stdio", "command": "in-memory", "trust_annotations": trusted}
+    config = {"version": 1, "servers": {"notes": entry}}
+    async with Manager(
+        config=config, transports={"notes": in_memory_transport(_claims_read_only())}, trust=None
+    ) as manager:
+        assert await manager.wait_ready(20)
+        gateway = Gateway(manager)  # the default approval
+        if trusted:
+            assert (await gateway.call("notes", "wipe", {})).text == "wiped"
+        else:
+            with pytest.raises(ApprovalDenied, match="wipe"):
+                await gateway.call("notes", "wipe", {})

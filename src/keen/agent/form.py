@@ -32,8 +32,6 @@ from typing import Any, Literal
 
 from jsonschema import FormatChecker
 
-from keen.mcp.listing.validation import SchemaNotChecked, checked_errors
-
 __all__ = ["MISSING", "Field", "FormError", "Option", "check_content", "form_fields"]
 
 logger = logging.getLogger(__name__)
@@ -137,6 +135,10 @@ class Field:
                 raise ValueError(f"{self.title} is required")
             return MISSING
         value = self._convert(text)
+        # Imported at the first answer: the REPL's start need not load the validators (and
+        # the regex module) for a form it may never show.
+        from keen.mcp.listing.validation import SchemaNotChecked, checked_errors
+
         try:
             errors = checked_errors(self.schema, value, format_checker=FormatChecker())
         except SchemaNotChecked as exc:
@@ -267,7 +269,14 @@ def form_fields(requested_schema: dict[str, Any]) -> list[Field]:
 
 
 def check_content(requested_schema: dict[str, Any], content: dict[str, Any]) -> str | None:
-    """Why ``content`` does not match ``requested_schema`` (JSON Schema 2020-12), or None when it does."""
+    """Why ``content`` does not match ``requested_schema``, or None when it does or when the
+    schema cannot be checked here (the server validates what it gets; the reason is logged).
+
+    The schema's own ``$schema`` names its draft (2020-12 when it names none), and it is
+    checked as a tool's inputSchema is (:func:`keen.mcp.listing.validation.checked_errors`).
+    """
+    from keen.mcp.listing.validation import SchemaNotChecked, checked_errors
+
     try:
         errors = checked_errors(requested_schema, content, format_checker=FormatChecker())
     except SchemaNotChecked as exc:

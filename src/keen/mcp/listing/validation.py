@@ -35,12 +35,14 @@ is checked in linear time.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 import regex
 from jsonschema import (
+    Draft3Validator,
     Draft4Validator,
     Draft6Validator,
     Draft7Validator,
@@ -255,6 +257,16 @@ class ArgumentValidator:
                 exc.message,
             )
             compiled = None
+        except BaseException as exc:
+            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+                raise
+            # The metaschema check itself recursed: an inputSchema nested past the limit.
+            logger.warning(
+                "server %s tool %s: inputSchema nests too deeply to check; the server will validate",
+                self.server,
+                tool.name,
+            )
+            compiled = None
         self._cache[tool.name] = compiled
         return compiled
 
@@ -407,6 +419,10 @@ def checked_errors(schema: Any, instance: Any, *, format_checker: Any = None) ->
         cls.check_schema(schema)
     except SchemaError as exc:
         raise SchemaNotChecked(f"the schema is invalid ({shorten(exc.message, 200)})") from None
+    except BaseException as exc:
+        if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+            raise
+        raise SchemaNotChecked("the schema nests too deeply to check") from None
     if ref_cycle(schema):
         raise SchemaNotChecked("a $ref cycle in the schema never reaches a type")
     if uses_unbounded_search(schema):
@@ -452,6 +468,13 @@ class StructuredContentValidator:
             cls.check_schema(schema)
         except SchemaError as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc.message}") from None
+        except BaseException as exc:
+            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+                raise
+            raise RuntimeError(
+                f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
+                "the outputSchema nests too deeply to check"
+            ) from None
         if ref_cycle(schema):
             # Found before any content is checked: running into it would end in a
             # RecursionError or, on a loaded machine, first in the time budget, and the
@@ -526,6 +549,13 @@ def recursion_panic(exc: BaseException) -> bool:
     which derives from ``BaseException`` (not ``RecursionError``) and would pass every
     ``except Exception`` up to the event loop. Its class cannot be imported, so it is known
     by its module and name.
+
+    Args:
+        exc: an exception caught as ``BaseException`` around a validation.
+
+    Returns:
+        True for PyO3's panic (treat it as the recursion limit); False for anything else,
+        which the caller raises again (cancellation included).
     """
     kind = type(exc)
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
@@ -544,49 +574,57 @@ def _depth(value: Any, limit: int = 1000) -> int:
     return deepest
 
 
-_SAME_PLACE = ("$ref", "not", "if", "then", "else")
-_SAME_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
-_SAME_PLACE_MAPS = ("dependentSchemas", "dependencies")
-"""Keywords whose subschemas apply to the instance where the schema applies (JSON Schema
-2020-12 Core, sections 8.2.3.1, 10.2 and 10.2.2.4; Draft 7's ``dependencies``): a loop of
-them is evaluated again at the same place, without end once the validator takes it."""
+_LEGACY_REF = (Draft3Validator, Draft4Validator, Draft6Validator, Draft7Validator)
+"""Drafts in which ``$ref`` replaces its siblings (JSON Schema Draft 7 section 8.3: "All
+other properties in a "$ref" object MUST be ignored"), and ``id`` may name a resource."""
+_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if")
+_ONE = (*_ONE, "unevaluatedProperties", "unevaluatedItems")
+_MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
+_NAMED = ("properties", "patternProperties", "dependentSchemas", "dependencies")
+"""The applicators whose value is a subschema, a list of them, or a name -> subschema map
+(with ``items``, either; and ``then``/``else``, which apply with ``if``)."""
 _MAX_NODES = 100_000
-"""Objects a cycle search starts from at most (a listing's size bounds a schema already)."""
+"""Subschemas a loop search visits at most (a listing's size bounds a schema already)."""
 
 
 def ref_cycle(schema: Any) -> bool:
-    """Whether ``schema`` holds a loop of ``$ref`` (and ``allOf``, ``anyOf``, ``oneOf``,
-    ``not``, ``if``/``then``/``else``, ``dependentSchemas``) steps that comes back to where it
-    started without going into the instance, such as ``"#/$defs/a" -> "#/$defs/b" ->
-    "#/$defs/a"``: a validator that takes it never reaches a type and recurses until Python's
-    limit. Through ``$ref`` and ``allOf`` alone it takes it wherever the loop applies; through
-    the others it may (``anyOf`` and ``oneOf`` try branches, ``not`` and ``if`` stop at a
-    subschema's first error, so the instance and the order of the keywords decide), and Keen
-    treats any such schema as one it cannot check.
+    """Whether ``schema`` holds a loop of ``$ref`` and ``allOf`` steps that comes back to where
+    it started without going into the instance, such as ``"#/$defs/a" -> "#/$defs/b" ->
+    "#/$defs/a"``: a validator that reaches it evaluates both keywords whatever the instance,
+    never reaches a type, and recurses until Python's limit.
 
-    Only references a schema can resolve by itself are followed: a JSON Pointer fragment
-    (``#/...``, RFC 6901, percent-decoded as RFC 3986 fragments are) against the root, when
-    no subschema declares its own ``$id`` (which would change what ``#`` means below it).
-    Anything else is no step, so an answer of ``False`` means "none found", not "none".
-    Recursion through the data (``properties``, ``items``) is no loop: each step goes one
-    level into the instance.
+    Loops through the other applicators at one place (``anyOf``, ``oneOf``, ``not``,
+    ``if``) are not counted: whether a validator takes them depends on the instance (a
+    branch that matched first, a subschema's first error), so such a schema is checked and,
+    when an instance does recurse, left to the server at run time.
+
+    Only the subschemas the schema's draft applies (:func:`jsonschema.validators.validator_for`)
+    are searched, from the root, through ``$ref``s the schema resolves by itself: a JSON
+    Pointer fragment (``#/...``, RFC 6901, percent-decoded as RFC 3986 fragments are) when no
+    subschema reached declares its own ``$id`` (which would change what ``#`` means below it).
+    Anything else is no step, so ``False`` means "none found", not "none".
 
     Args:
         schema: an inputSchema or outputSchema as the server sent it (any JSON value).
 
     Returns:
-        True when such a loop exists.
+        True when such a loop is reached from the root.
     """
-    if not isinstance(schema, dict) or _declares_id(schema):
+    if not isinstance(schema, dict):
         return False
-    # Depth-first search over "applies at the same place" edges from every subschema;
-    # grey nodes are on the current path, a grey node met again closes a loop.
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    legacy = cls in _LEGACY_REF
+    known = frozenset(cls.VALIDATORS)
+    reached = _reached(schema, known, legacy)
+    if reached is None:
+        return False
+    # Depth-first search over the always-taken steps; a node on the path met again is a loop.
     grey: set[int] = set()
     done: set[int] = set()
-    for start in _subschemas(schema):
+    for start in reached:
         if id(start) in done:
             continue
-        stack: list[tuple[Any, list[Any]]] = [(start, _same_place(start, schema))]
+        stack: list[tuple[dict[str, Any], list[Any]]] = [(start, _always(start, schema, legacy))]
         grey.add(id(start))
         while stack:
             node, pending = stack[-1]
@@ -596,54 +634,65 @@ def ref_cycle(schema: Any) -> bool:
                 done.add(id(node))
                 continue
             child = pending.pop()
+            if not isinstance(child, dict) or id(child) in done:
+                continue
             if id(child) in grey:
                 return True
-            if id(child) in done or not isinstance(child, dict):
-                continue
             grey.add(id(child))
-            stack.append((child, _same_place(child, schema)))  # pyright: ignore[reportUnknownArgumentType]
+            stack.append((child, _always(child, schema, legacy)))  # pyright: ignore[reportUnknownArgumentType]
     return False
 
 
-_DATA = frozenset({"default", "examples", "const", "enum"})
-"""Keywords whose values are instances, not schemas."""
-
-
-def _subschemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every object in ``schema`` outside instance values, the root first, at most
-    :data:`_MAX_NODES` of them."""
-    found: list[dict[str, Any]] = []
-    stack: list[Any] = [schema]
-    while stack and len(found) < _MAX_NODES:
-        item = stack.pop()
-        if isinstance(item, dict):
-            found.append(item)  # pyright: ignore[reportUnknownArgumentType]
-            stack.extend(v for k, v in item.items() if k not in _DATA)  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
-        elif isinstance(item, list):
-            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+def _always(node: dict[str, Any], root: dict[str, Any], legacy: bool) -> list[Any]:
+    """The subschemas a validator evaluates where ``node`` applies, whatever the instance:
+    the target of its ``$ref`` and its ``allOf`` branches (only the ``$ref`` in a draft where
+    it replaces its siblings)."""
+    found: list[Any] = []
+    if "$ref" in node and (target := _pointer(root, node["$ref"])) is not None:
+        found.append(target)
+    if legacy and "$ref" in node:
+        return found
+    branches: Any = node.get("allOf")
+    if isinstance(branches, list):
+        found.extend(branches)  # pyright: ignore[reportUnknownArgumentType]
     return found
 
 
-def _same_place(node: dict[str, Any], root: dict[str, Any]) -> list[Any]:
-    """The subschemas that apply where ``node`` applies."""
-    found: list[Any] = []
-    for keyword in _SAME_PLACE:
-        if keyword not in node:
+def _reached(root: dict[str, Any], known: frozenset[str], legacy: bool) -> list[dict[str, Any]] | None:
+    """The subschemas a validator of ``root``'s draft may apply, the root first; ``None`` when
+    one below the root declares its own ``$id`` (``id`` in Draft 4) or there are more than
+    :data:`_MAX_NODES` of them."""
+    found: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
             continue
-        if keyword == "$ref":
-            target = _pointer(root, node["$ref"])
-            if target is not None:
-                found.append(target)
-        else:
-            found.append(node[keyword])
-    for keyword in _SAME_PLACE_LISTS:
-        branches: Any = node.get(keyword)
-        if isinstance(branches, list):
-            found.extend(branches)  # pyright: ignore[reportUnknownArgumentType]
-    for keyword in _SAME_PLACE_MAPS:
-        schemas: Any = node.get(keyword)
-        if isinstance(schemas, dict):
-            found.extend(schemas.values())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+        seen.add(id(node))
+        if len(found) >= _MAX_NODES:
+            return None
+        if found and (isinstance(node.get("$id"), str) or (legacy and isinstance(node.get("id"), str))):
+            return None
+        found.append(node)  # pyright: ignore[reportUnknownArgumentType]
+        if "$ref" in node:
+            stack.append(_pointer(root, node["$ref"]))
+            if legacy:
+                continue
+        for keyword in _ONE:
+            if keyword in known and keyword in node:
+                stack.append(node[keyword])
+        if "if" in known and "if" in node:
+            stack.extend(node[k] for k in ("then", "else") if k in node)
+        for keyword in _MANY:
+            if keyword in known and isinstance(node.get(keyword), list):
+                stack.extend(node[keyword])
+        if "items" in known and "items" in node:
+            items: Any = node["items"]
+            stack.extend(items if isinstance(items, list) else [items])  # pyright: ignore[reportUnknownArgumentType]
+        for keyword in _NAMED:
+            if keyword in known and isinstance(node.get(keyword), dict):
+                stack.extend(node[keyword].values())
     return found
 
 
@@ -658,27 +707,16 @@ def _pointer(root: dict[str, Any], ref: Any) -> Any:
             if token not in node:
                 return None
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(node, list) and _INDEX.fullmatch(token) and int(token) < len(node):  # pyright: ignore[reportUnknownArgumentType]
             node = node[int(token)]
         else:
             return None
     return node
 
 
-def _declares_id(schema: dict[str, Any]) -> bool:
-    """Whether a subschema below the root declares ``$id`` (or Draft 4's ``id``) as a string."""
-    stack: list[Any] = [v for k, v in schema.items() if k not in ("$id", "id")]
-    seen = 0
-    while stack and seen < _MAX_NODES:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, dict):
-            if isinstance(item.get("$id"), str) or isinstance(item.get("id"), str):  # pyright: ignore[reportUnknownMemberType]
-                return True
-            stack.extend(item.values())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        elif isinstance(item, list):
-            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
-    return seen >= _MAX_NODES
+_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
+"""An array index in a JSON Pointer (RFC 6901 section 4: ASCII digits, no leading zero),
+bounded: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
 
 
 def _json_path(parts: Any) -> str:

@@ -12,7 +12,7 @@ one: docs/architecture.md "Package map").
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -237,19 +237,20 @@ class ToolViews:
             listed.
     """
 
-    __slots__ = ("_live", "_plans", "_shown", "_takes_info", "_views", "trust")
+    __slots__ = ("_claims", "_live", "_plans", "_shown", "_takes_info", "_views", "trust")
 
     def __init__(self, trust: ToolTrust | None) -> None:
         self.trust = trust
         self._takes_info: tuple[ToolTrust, bool] | None = None
         self._live: dict[str, tuple[list[Tool], tuple[Tool, ...]]] = {}
+        self._claims: dict[str, tuple[tuple[Tool, ...], tuple[Tool, ...]]] = {}
         self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView, ServerInfo | None]] = {}
         self._shown: dict[str, tuple[ToolsView, Mapping[str, Tool]]] = {}
         self._plans: dict[str, tuple[Mapping[str, Tool] | None, Mapping[str, Tool], dict[str, _Plan]]] = {}
 
     def forget(self, name: str) -> None:
         """Drop every cache of server ``name`` (its tools, views and call plans)."""
-        for kept in (self._plans, self._views, self._live, self._shown):
+        for kept in (self._plans, self._views, self._live, self._shown, self._claims):
             kept.pop(name, None)
 
     def live(self, server: ListedServer) -> tuple[Tool, ...]:
@@ -267,6 +268,23 @@ class ToolViews:
         frozen = tuple(tools)
         self._live[name] = (tools, frozen)  # holds the list: its id is not reused
         return frozen
+
+    def _as_claims(self, server: ListedServer) -> tuple[Tool, ...]:
+        """The live tools with their annotations as claims (``annotations_trusted`` False)
+        unless the server's entry says ``"trust_annotations": true``: without a trust nothing
+        vouches for a ``readOnlyHint`` (MCP 2025-11-25 "Tool annotations": untrusted unless
+        from a trusted server), so a Gateway's default approval asks for it as for any call."""
+        live = self.live(server)
+        if getattr(server.config, "trust_annotations", False):
+            return live
+        cached = self._claims.get(server.name)
+        if cached is not None and cached[0] is live:
+            return cached[1]
+        claims = tuple(
+            replace(tool, annotations_trusted=False) if tool.annotations_trusted else tool for tool in live
+        )
+        self._claims[server.name] = (live, claims)
+        return claims
 
     def view(self, server: ListedServer) -> ToolsView:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`), or as
@@ -286,7 +304,7 @@ class ToolViews:
         # A ListedServer written before it had ``info`` says nothing of itself.
         info: ServerInfo | None = getattr(server, "info", None)
         if trust is None:
-            return ListedView(name, self.live(server), info=info)
+            return ListedView(name, self._as_claims(server), info=info)
         tools, config = server.tools, server.config
         try:
             stamp = trust.stamp(name)
