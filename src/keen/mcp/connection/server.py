@@ -39,7 +39,7 @@ from keen.mcp.connection.elicitation import (
     UrlElicitationCallback,
     sdk_callback,
 )
-from keen.mcp.connection.message_size import MessageTooLarge
+from keen.mcp.connection.message_size import StreamClosing
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.session import CheckedSession
@@ -766,7 +766,7 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            if isinstance(message, MessageTooLarge):  # Keen's own words (stdio): the session ends next
+            if isinstance(message, StreamClosing):  # Keen's own words (stdio): the session ends next
                 self._closing_because(str(message))
                 return
             # Redacted before the cut: a cut secret no longer matches, and its head would survive.
