@@ -86,6 +86,8 @@ def _one_ctrl_c() -> Iterator[None]:
     of raising ``KeyboardInterrupt`` into that shutdown (module docstring). The stop it waits
     for is bounded (README "Stopping servers"). A handler set meanwhile (the chat REPL's own,
     for a turn) is left as it is."""
+    from keen._terminal import STILL_STOPPING
+
     previous = signal.getsignal(signal.SIGINT)
     if not callable(previous) or threading.current_thread() is not threading.main_thread():
         yield
@@ -99,7 +101,7 @@ def _one_ctrl_c() -> Iterator[None]:
             previous(signum, frame)
             return
         with contextlib.suppress(OSError):
-            os.write(2, b"keen: still stopping the MCP servers (a few seconds at most)\n")
+            os.write(2, STILL_STOPPING)
 
     signal.signal(signal.SIGINT, on_ctrl_c)
     try:
