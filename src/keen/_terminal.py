@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HUMAN_OUTPUT_CHARS",
     "NAME_CHARS",
+    "STILL_STOPPING",
     "cap",
     "cell",
     "human_result",
@@ -38,6 +39,10 @@ __all__ = [
 
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
+
+STILL_STOPPING = b"keen: still stopping the MCP servers (a few seconds at most)\n"
+"""What a second Ctrl-C writes to stderr while the first one's shutdown stops the servers
+(README "Stopping servers"): raw bytes, written from a signal handler with ``os.write``."""
 
 NAME_CHARS = 128
 """How much of a server's name for something (a tool, a prompt) an error message quotes: a

@@ -13,7 +13,9 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +30,9 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
+from conftest import stdio_server
 from helpers.hostile import hostile_entry
+from helpers.loopback import alive
 from keen.errors import InvalidArguments, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection import _stdio, message_size
@@ -374,3 +378,30 @@ async def test_a_log_folder_removed_meanwhile_is_made_again(
     log = (keen_home / "logs" / "s.stderr.log").read_text(encoding="utf-8")
     assert "--- keen: starting s" in log and "second run" in log, log
     assert (keen_home / "logs").stat().st_mode & 0o777 == 0o700
+
+
+async def test_a_server_that_stops_reading_its_stdin_ends_the_call_past_its_timeout_saying_why(
+    write_config: Callable[..., Path],
+) -> None:
+    # A stopped server (SIGSTOP: as one whose event loop is blocked) reads nothing: Keen's
+    # write of a call larger than the pipe waited for ever, past timeouts.call_tool (the
+    # SDK's clock starts once the write returns), and so did every call behind it.
+    stalled = stdio_server("basic_stdio.py", timeouts={"call_tool": 2})
+    path = write_config({"stalled": stalled, "other": stdio_server("basic_stdio.py")})
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        pid = int((await manager.call_tool("stalled", "pid", {})).text)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            why = (
+                r"it read nothing of its stdin for 2 s \(its timeouts.call_tool\) while Keen had more to send"
+            )
+            with anyio.fail_after(30), pytest.raises(ServerDisconnected, match=why):
+                await manager.call_tool("stalled", "echo", {"text": "x" * 4_000_000})
+            status = manager.status("stalled")
+            assert status.state is ServerState.DISCONNECTED and re.search(why, status.last_error), status
+            assert (await manager.call_tool("other", "echo", {"text": "fine"})).text == "fine"
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert not alive(pid)

@@ -17,6 +17,7 @@ handling is what is under test, not its interpreter's start.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -31,8 +32,10 @@ from mcp.shared.exceptions import MCPError
 from conftest import stdio_server
 from helpers.changing import wait_until as wait_until_async
 from helpers.forkserver import forked
+from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_listening, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
+from keen._terminal import STILL_STOPPING
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
@@ -209,3 +212,55 @@ def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_second_ctrl_c_lets_keen_serves_stop_finish(tmp_path: Path) -> None:
+    """Before, the first Ctrl-C closed keen serve's signal receiver, so a second one raised
+    KeyboardInterrupt into the shutdown: "unhandled exception during asyncio.run() shutdown"
+    on stderr, and the upstream's stop cut short. The upstream outwaits EOF and SIGTERM, and
+    says when its stdin closes (the stop has begun)."""
+    pidfile, log = tmp_path / "h.pid", tmp_path / "logs" / "h.stderr.log"
+    spec = {
+        "tools": [{"name": "hang", "inputSchema": {"type": "object"}}],
+        "hang_on_call": ["hang"],
+        "stderr_on_call": "call started",
+        "stderr_at_eof": "stdin closed",
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    write_upstream(tmp_path, extra={"h": hostile_entry(tmp_path / "spec.json", spec)})
+    proc = subprocess.Popen(
+        [*forked(KEEN), "serve", "--mode", "search"],
+        env=serve_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        hello = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        _send(proc.stdin, {"id": 1, "method": "initialize", "params": hello})
+        assert "result" in _answer(proc.stdout, 1)
+        _send(proc.stdin, {"method": "notifications/initialized"})
+        call = {"name": "call_mcp_tool", "arguments": {"server": "h", "tool": "hang", "arguments": {}}}
+        _send(proc.stdin, {"id": 2, "method": "tools/call", "params": call})
+        assert wait_until(lambda: log.exists() and "call started" in log.read_text(), 30), proc.stderr
+        server = int(pidfile.read_text())
+        proc.send_signal(signal.SIGINT)
+        assert wait_until(lambda: "stdin closed" in log.read_text(), 30), log.read_text()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert STILL_STOPPING in err and b"unhandled exception" not in err, err
+        assert not alive(server), "the upstream stdio server outlived keen serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if pidfile.exists() and alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

@@ -16,6 +16,7 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "exit_on_call": {"tool": 3},        # exit with this code instead of answering
      "hang_on_call": ["tool"],           # never answer these calls
      "ignore_eof": false,                # keep running after stdin closes
+     "stderr_at_eof": "text",            # written to stderr when stdin closes
      "close_stdin_at_list": false,       # at tools/list, close stdin, answer, then stay
      "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
      "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
@@ -226,6 +227,8 @@ def main() -> None:
             _send({"jsonrpc": "2.0", "id": rid, "result": {}})
         else:
             _send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
+    if spec.get("stderr_at_eof"):
+        _err(spec["stderr_at_eof"])
     if spec.get("ignore_eof"):
         _park()
 

@@ -23,6 +23,7 @@ from helpers.cli import read_until
 from helpers.forkserver import forked
 from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
+from keen._terminal import STILL_STOPPING
 from keen.mcp.connection.spawn import _setpriv
 
 pytestmark = [
@@ -51,9 +52,17 @@ CPU each). The process started is the launcher, which forwards SIGTERM and SIGHU
 and ends with keen's exit status, keen on its standard streams (a terminal included)."""
 
 
-def _start_call(tmp_path: Path, keen: list[str] = KEEN) -> tuple[subprocess.Popen[bytes], int]:
+def _default_sigint() -> None:
+    # A shell's Ctrl-C reaches a foreground child with SIGINT's default disposition (a test
+    # runner's worker may ignore it, and an ignored signal stays ignored across exec).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _start_call(
+    tmp_path: Path, keen: list[str] = KEEN, **more: object
+) -> tuple[subprocess.Popen[bytes], int]:
     """``keen mcp call h hang`` (run by ``keen``) in flight against a server that ignores
-    signals and EOF."""
+    signals and EOF (``more``: more of the server's spec)."""
     home = tmp_path / "keen-home"
     (home / "mcp").mkdir(parents=True)
     pidfile = tmp_path / "server.pid"
@@ -64,6 +73,7 @@ def _start_call(tmp_path: Path, keen: list[str] = KEEN) -> tuple[subprocess.Pope
         "ignore_eof": True,
         "ignore_signals": True,
         "pidfile": str(pidfile),
+        **more,
     }
     config = {"version": 1, "servers": {"h": hostile_entry(tmp_path / "spec.json", spec)}}
     (home / "mcp" / "configs.json").write_text(json.dumps(config))
@@ -74,6 +84,7 @@ def _start_call(tmp_path: Path, keen: list[str] = KEEN) -> tuple[subprocess.Pope
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
     log = home / "logs" / "h.stderr.log"
     # A bound, not a pause: a new interpreter's keen under load 19 needed more than 30 s.
@@ -96,6 +107,31 @@ def test_sigterm_and_sighup_close_the_server_and_exit_128_plus_n(
         assert b"stopped by" in err
         assert not alive(server), "the stdio server outlived keen"
     finally:
+        if alive(server):
+            os.kill(server, signal.SIGKILL)
+
+
+def test_a_second_ctrl_c_lets_the_first_ones_stop_finish(tmp_path: Path) -> None:
+    """Before, asyncio raised KeyboardInterrupt into the shutdown the first Ctrl-C began: keen
+    printed "unhandled exception during asyncio.run() shutdown" and, with this server (it
+    outwaits EOF and SIGTERM), waited for ever on a stop that no longer ran, the server
+    alive. ``keen`` with the stop's own waits (2 s each): the second Ctrl-C comes within them."""
+    proc, server = _start_call(
+        tmp_path, [sys.executable, "-c", "from keen.cli import main; main()"], stderr_at_eof="stdin closed"
+    )
+    log = tmp_path / "keen-home" / "logs" / "h.stderr.log"
+    try:
+        proc.send_signal(signal.SIGINT)
+        # The server says when its stdin closes: the stop has begun.
+        assert wait_until(lambda: "stdin closed" in log.read_text(), 30), log.read_text()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert err.splitlines(keepends=True) == [STILL_STOPPING, b"cancelled\n"], err
+        assert not alive(server), "the stdio server outlived keen"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
         if alive(server):
             os.kill(server, signal.SIGKILL)
 

@@ -7,6 +7,11 @@ processes; then the command exits with ``128 + signal`` (143 for SIGTERM, 129 fo
 as a shell reports a process a signal ended. SIGKILL cannot be caught: see
 ``keen.mcp.connection.spawn`` for what stops servers then.
 
+A second Ctrl-C while the first one's shutdown runs is told to wait (a line on stderr): asyncio
+answers it by raising ``KeyboardInterrupt`` wherever the loop is, which broke the shielded
+shutdown midway (an "unhandled exception during asyncio.run() shutdown" on the terminal) and,
+with a server that reads nothing, left Keen waiting for ever on a stop that no longer ran.
+
 A question to the user (``ask_cancellably``) waits in a daemon thread, so a signal that
 arrives while Keen waits for an answer still ends the command at once.
 
@@ -22,7 +27,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from types import FrameType
 from typing import TypeVar
 
 __all__ = ["Signalled", "ask_cancellably", "confirm_line", "run_until_signal", "until_signal"]
@@ -55,21 +61,54 @@ async def until_signal(fn: Callable[[], Awaitable[T]]) -> T:
 
     received: list[int] = []
     outcome: list[T] = []
-    async with anyio.create_task_group() as tg:
+    with _one_ctrl_c():
+        async with anyio.create_task_group() as tg:
 
-        async def watch() -> None:
-            with anyio.open_signal_receiver(*_SIGNALS) as signals:
-                async for signum in signals:
-                    received.append(int(signum))
-                    tg.cancel_scope.cancel()
-                    return
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*_SIGNALS) as signals:
+                    async for signum in signals:
+                        received.append(int(signum))
+                        tg.cancel_scope.cancel()
+                        return
 
-        tg.start_soon(watch)
-        outcome.append(await fn())
-        tg.cancel_scope.cancel()
+            tg.start_soon(watch)
+            outcome.append(await fn())
+            tg.cancel_scope.cancel()
     if received:
         raise Signalled(received[0])
     return outcome[0]
+
+
+@contextlib.contextmanager
+def _one_ctrl_c() -> Iterator[None]:
+    """Within the block, the first Ctrl-C goes to the handler in place (asyncio's: cancel the
+    main task, whose shutdown stops the servers); a later one writes a line on stderr instead
+    of raising ``KeyboardInterrupt`` into that shutdown (module docstring). The stop it waits
+    for is bounded (README "Stopping servers"). A handler set meanwhile (the chat REPL's own,
+    for a turn) is left as it is."""
+    from keen._terminal import STILL_STOPPING
+
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen = 0
+
+    def on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 1:
+            previous(signum, frame)
+            return
+        with contextlib.suppress(OSError):
+            os.write(2, STILL_STOPPING)
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is on_ctrl_c:
+            signal.signal(signal.SIGINT, previous)
 
 
 async def ask_cancellably(ask: Callable[[], bool]) -> bool:

@@ -360,7 +360,7 @@ class Manager:
         tg = self._tg
         connections = [*self._connections.values(), *self._retired]
         for connection in connections:
-            connection.stop()
+            connection.stop("its Manager was closed")
         # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
         # time to close sessions and stop server processes.
         with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
@@ -947,7 +947,7 @@ class Manager:
             if entry is None and error is None:
                 if connection is None and broken is None:
                     self._connection(name)  # raises the usual "not configured"
-                await self._drop(name)
+                await self._drop(name, why=f"it was removed from {self.config_path}")
                 raise no_longer_configured(name, self.config_path)
             # The config and the dicts change together, with no await between: a call or a
             # status query sees the old server or the new one, never half of each.
@@ -956,7 +956,9 @@ class Manager:
             if error is not None:
                 status = misconfigured_status(name, error, fresh.invalid_kinds.get(name))
                 self._misconfigured[name] = status
-                await self._drop(name, keep_status=True)
+                await self._drop(
+                    name, keep_status=True, why=f"its entry in {self.config_path} is invalid now"
+                )
                 if broken is None or broken.last_error != status.last_error:
                     self._notify(status)
                 return "invalid"
@@ -979,9 +981,10 @@ class Manager:
             self._notify(connection.status())
             return "changed" if broken is not None else "added"
 
-    async def _drop(self, name: str, *, keep_status: bool = False) -> None:
+    async def _drop(self, name: str, *, why: str, keep_status: bool = False) -> None:
         """Stop ``name``'s owner for good (it closes its own session) and forget the server;
-        ``keep_status`` keeps its config_error status."""
+        ``keep_status`` keeps its config_error status; ``why`` ends a call in flight
+        (:meth:`ServerConnection.stop`)."""
         if not keep_status:
             self._misconfigured.pop(name, None)
             from keen.mcp.config.servers import MCPConfig
@@ -993,7 +996,7 @@ class Manager:
         self._tool_views.forget(name)
         if connection is None:
             return
-        connection.retire()
+        connection.retire(why)
         if connection.running:
             self._retired.append(connection)  # aclose() still waits for it
             with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import uvicorn
 
+from keen._terminal import STILL_STOPPING
 from keen.serve._shutdown import CleanServer, InFlight
 from keen.serve._stdin import claimed_stdin, host_streams
 from keen.serve.http import HttpSecurity, build_app
@@ -51,18 +53,25 @@ async def _sigint_cancels(fn: Callable[[], Awaitable[None]]) -> None:
         await fn()
         return
     interrupted = False
+    served = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
 
         async def watch() -> None:
+            # Open until fn's shutdown is over: closed, it gave SIGINT back to Python's
+            # handler, and a second Ctrl-C raised KeyboardInterrupt into that shutdown.
             nonlocal interrupted
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async for _ in signals:
+                    if interrupted:
+                        with contextlib.suppress(OSError):
+                            os.write(2, STILL_STOPPING)
+                        continue
                     interrupted = True
-                    tg.cancel_scope.cancel()
-                    return
+                    served.cancel()
 
         tg.start_soon(watch)
-        await fn()
+        with served:
+            await fn()
         tg.cancel_scope.cancel()
     if interrupted:
         raise KeyboardInterrupt

@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic_core import to_jsonable_python
 
+from keen._terminal import name_in_message
 from keen._text import closed
 from keen.errors import (
     AuthFailed,
@@ -121,7 +122,7 @@ async def _send_tool_call(
         try:
             raw = await call_with_relist(send, relist=relist, listing=connection, tool=tool)
         except Exception as exc:
-            raise _call_error(connection, tool, arguments, limit, exc, facts) from exc
+            raise _call_error(connection, session, tool, arguments, limit, exc, facts) from exc
     content, structured = wire_parts(raw)
     return _tool_result(name, tool, content, structured, bool(raw.is_error))
 
@@ -184,6 +185,7 @@ _TEXT = mt.TextContent
 
 def _call_error(
     connection: ServerConnection,
+    session: ClientSession,
     tool: str,
     arguments: dict[str, Any],
     limit: float,
@@ -217,7 +219,9 @@ def _call_error(
         if found is not None:
             error = found
     if isinstance(error, ServerDisconnected):
-        error = _lost(connection, error)
+        error = _ended_by_keen(session, error, f'"{name}/{name_in_message(tool)}"') or _lost(
+            connection, error
+        )
     return error
 
 
@@ -251,7 +255,8 @@ async def send_request(
                 method=_METHODS.get(what.partition(" ")[0], "this request"),
             )
             if isinstance(error, ServerDisconnected):
-                error = _lost(connection, error)
+                doing = f'{name_in_message(what)} of MCP server "{connection.name}"'
+                error = _ended_by_keen(session, error, doing) or _lost(connection, error)
             elif isinstance(error, InvalidArguments):
                 error = InvalidArguments(
                     f"{closed(error.message)} {listed_by}",
@@ -265,6 +270,22 @@ async def send_request(
 
 _METHODS = {"resource": "resources/read", "prompt": "prompts/get"}
 """The request :func:`send_request` sends, by the first word of its ``what``."""
+
+
+def _ended_by_keen(
+    session: ClientSession, error: ServerDisconnected, doing: str
+) -> ServerDisconnected | None:
+    """The error of a request cut short because Keen ended its session itself (the Manager
+    closed, the server dropped from its config, a reconnect asked for:
+    :attr:`~keen.mcp.connection.session.CheckedSession.ended_by`), which says so; ``None``
+    when the server ended it. No remedy: the server did nothing to fix, and the connection's
+    state is its owner's (a reconnect's new session must not be marked lost)."""
+    ended_by = getattr(session, "ended_by", "")
+    if not ended_by:
+        return None
+    return ServerDisconnected(
+        f"{doing} did not finish: {ended_by}", server=error.server, tool=error.tool, remedy=None
+    )
 
 
 def _lost(connection: ServerConnection, error: ServerDisconnected) -> ServerDisconnected:

@@ -55,6 +55,7 @@ from mcp.client.stdio import (
 from mcp.shared.message import SessionMessage
 
 from keen.mcp.connection import message_size
+from keen.mcp.connection.message_size import StdinStalled
 
 __all__ = ["pidfd_supported", "spawned_stdio_client"]
 
@@ -189,11 +190,16 @@ def _spawn(
 
 @contextlib.asynccontextmanager
 async def spawned_stdio_client(
-    server: StdioServerParameters, errlog: TextIO, launched: Callable[[int], None] | None = None
+    server: StdioServerParameters,
+    errlog: TextIO,
+    launched: Callable[[int], None] | None = None,
+    stall_limit: float | None = None,
 ) -> AsyncIterator[Any]:
     """The SDK's ``stdio_client(server, errlog)``, with the process started in the spawner
     thread and watched by the event loop (see the module docstring); ``launched`` is given the
-    process id once it is started (not called where the SDK's own ``stdio_client`` runs)."""
+    process id once it is started (not called where the SDK's own ``stdio_client`` runs).
+    A server that reads nothing of its stdin for ``stall_limit`` seconds while Keen waits to
+    write more (:class:`_StdinStream`) has its stream ended."""
     loop = _running_loop()
     if loop is None or sys.platform == "win32":  # no pipe transports on Windows' proactor loop
         async with stdio_client(server, errlog=errlog) as streams:
@@ -219,7 +225,7 @@ async def spawned_stdio_client(
         with anyio.CancelScope(shield=True):
             await _stop(popen, child, write_transport, read_transport)
         raise
-    pipes = _Pipes(server, reader, write_transport, protocol)
+    pipes = _Pipes(server, reader, write_transport, protocol, stall_limit)
     async with anyio.create_task_group() as tg:
         tg.start_soon(pipes.stdout_reader)
         try:
@@ -246,6 +252,11 @@ class _WriteProtocol(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self.lost = False
+
+    @property
+    def paused(self) -> bool:
+        """Whether the pipe is full: a write waits in :meth:`drain`."""
+        return not self._writable.is_set()
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -278,11 +289,12 @@ class _Pipes:
         reader: asyncio.StreamReader,
         write_transport: asyncio.WriteTransport,
         protocol: _WriteProtocol,
+        stall_limit: float | None = None,
     ) -> None:
         self._server = server
         self._reader = reader
         self._to_session, self._read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        self._write = _StdinStream(server, write_transport, protocol, self._to_session)
+        self._write = _StdinStream(server, write_transport, protocol, self._to_session, stall_limit)
         self._shutting_down = False
         self.pair = (self._read, self._write)
 
@@ -368,7 +380,13 @@ class _StdinStream:
     A write that fails (the server closed its stdin, or exited) ends the read side too, so
     a request waiting for its answer ends instead of hanging, and every later send raises
     ``BrokenResourceError``, as a send to the SDK's ended writer does; after :meth:`close`,
-    ``ClosedResourceError``."""
+    ``ClosedResourceError``.
+
+    The wait for a full pipe lasts ``stall_limit`` seconds at most: the SDK starts a
+    request's clock once its write returns, so a server that stopped reading (stopped,
+    its event loop blocked) held every call behind the write for ever, past its
+    ``timeouts.call_tool``, and a Manager's close with them. Then the stream ends as a
+    failed write ends it, the session told why (:class:`StdinStalled`)."""
 
     def __init__(
         self,
@@ -376,6 +394,7 @@ class _StdinStream:
         transport: asyncio.WriteTransport,
         protocol: _WriteProtocol,
         to_session: MemoryObjectSendStream[Any],
+        stall_limit: float | None = None,
     ) -> None:
         self._encoding = server.encoding
         self._errors = server.encoding_error_handler
@@ -384,6 +403,7 @@ class _StdinStream:
         self._to_session = to_session
         self._closed = False
         self._broken = False
+        self._stall_limit = stall_limit
 
     async def send(self, message: SessionMessage) -> None:
         # A cancelled sender stops here, as at a memory stream's send; a live one does not
@@ -404,11 +424,28 @@ class _StdinStream:
                 # the protocol only at a later step: without this the read side stays
                 # open and the request waits for its timeout.
                 raise BrokenPipeError("the MCP server's stdin is closed")
-            await self._protocol.drain()
+            if self._stall_limit is None or not self._protocol.paused:
+                await self._protocol.drain()  # at once unless paused: no scope per message
+                return
+            with anyio.move_on_after(self._stall_limit):
+                await self._protocol.drain()
+                return
+            await self._stalled()
         except OSError:
             # The server may still be alive: end the read side so a request does not hang.
             self._broken = True
             await self._to_session.aclose()
+
+    async def _stalled(self) -> None:
+        """End the stream of a server that read nothing for ``stall_limit`` seconds, saying why."""
+        self._broken = True
+        why = StdinStalled(
+            f"it read nothing of its stdin for {self._stall_limit:g} s (its timeouts.call_tool) while Keen "
+            "had more to send; Keen closed its connection"
+        )
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._to_session.send(why)
+        await self._to_session.aclose()
 
     def close(self) -> None:
         self._closed = True

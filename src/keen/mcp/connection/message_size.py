@@ -33,6 +33,8 @@ __all__ = [
     "SDK_JSON_BODY_FAILED",
     "SSE_EVENT_TOO_LARGE",
     "MessageTooLarge",
+    "StdinStalled",
+    "StreamClosing",
 ]
 
 MAX_MESSAGE_SIZE = 100_000_000
@@ -50,6 +52,17 @@ SDK_JSON_BODY_FAILED = "Failed to parse JSON response: "
 (``mcp.client.streamable_http``), :data:`JSON_BODY_TOO_LARGE` included."""
 
 
-class MessageTooLarge(ValueError):
+class StreamClosing(ValueError):
+    """Why Keen ends a stdio server's stream, in Keen's own words: handed to the session as
+    its transport error, then the stream ends (the connection records it as ``closed_why``)."""
+
+
+class MessageTooLarge(StreamClosing):
     """A stdio server sent more than :data:`MAX_MESSAGE_SIZE` characters of one message:
     handed to the session as its transport error, then the stream ends."""
+
+
+class StdinStalled(StreamClosing):
+    """A stdio server read nothing of what Keen wrote to its stdin for as long as a call may
+    take (its ``timeouts.call_tool``): the pipe stayed full, so every request behind it would
+    wait for ever. Handed to the session as its transport error, then the stream ends."""

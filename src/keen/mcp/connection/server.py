@@ -39,7 +39,7 @@ from keen.mcp.connection.elicitation import (
     UrlElicitationCallback,
     sdk_callback,
 )
-from keen.mcp.connection.message_size import MessageTooLarge
+from keen.mcp.connection.message_size import StreamClosing
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.session import CheckedSession
@@ -149,6 +149,7 @@ class ServerConnection:
         self._on_change = on_change
         self._auth_factory = auth_factory
         self._stopping = False
+        self._stop_why = ""
         self._refresh_requested = False
         self._wake = anyio.Event()
         self._settled = anyio.Event()
@@ -261,7 +262,11 @@ class ServerConnection:
 
     # -- control from other tasks ---------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, why: str = "") -> None:
+        """Stop for good: the owner closes the session and returns. ``why`` completes
+        'Keen stopped MCP server "x" as ...' in the error of a call the stop cuts short."""
+        if not self._stopping:
+            self._stop_why = why
         self._stopping = True
         if self._connect_scope is not None:
             self._connect_scope.cancel()
@@ -286,12 +291,12 @@ class ServerConnection:
         elif config.enabled and self.last_error == self.disabled_note:
             self.last_error = ""
 
-    def retire(self) -> None:
+    def retire(self, why: str = "") -> None:
         """Stop for good, silently: the Manager dropped this server (its entry is invalid now,
-        or gone), so its owner's last states are nobody's news."""
+        or gone), so its owner's last states are nobody's news; ``why`` as :meth:`stop`'s."""
         self._on_change = _ignore
         self._on_tools = None
-        self.stop()
+        self.stop(why)
 
     async def refresh(self, *, interactive: bool = False) -> ServerStatus:
         """Ask the owner to reconnect and relist; wait for that new attempt to end."""
@@ -594,7 +599,7 @@ class ServerConnection:
         self._set(state, message)
         self._settle()
 
-    async def _serve(self, session: ClientSession, subscription: Subscription | None) -> None:
+    async def _serve(self, session: CheckedSession, subscription: Subscription | None) -> None:
         # Published; park until stop, refresh or EOF. The session stays open meanwhile, and
         # its ListWatch re-lists the tools in this task group when they change.
         watch = ListWatch(
@@ -617,6 +622,17 @@ class ServerConnection:
             finally:
                 self.watch = None
                 tg.cancel_scope.cancel()
+                if (self._stopping or self._refresh_requested) and not self._eof:
+                    # Keen ends this session, not the server: a call it cuts short must not
+                    # read as the server's crash (set before the session closes).
+                    session.ended_by = self._ended_by()
+
+    def _ended_by(self) -> str:
+        """What Keen is doing to the session it ends: the words of :attr:`CheckedSession.ended_by`."""
+        if self._stopping:
+            why = f" as {self._stop_why}" if self._stop_why else ""
+            return f'Keen stopped MCP server "{self.name}"{why}'
+        return f'Keen reconnected MCP server "{self.name}" as asked; retry the call'
 
     async def _list_full(self, session: ClientSession, facts: ConnectFacts | None = None) -> list[Tool]:
         on_page = None if facts is None else facts.listed_pages
@@ -750,7 +766,7 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            if isinstance(message, MessageTooLarge):  # Keen's own words (stdio): the session ends next
+            if isinstance(message, StreamClosing):  # Keen's own words (stdio): the session ends next
                 self._closing_because(str(message))
                 return
             # Redacted before the cut: a cut secret no longer matches, and its head would survive.

@@ -38,6 +38,10 @@ class CheckedSession(ClientSession):
         # Made by the first result that has an outputSchema to meet: jsonschema (and regex)
         # cost every start of a session that never checks one.
         self._structured: StructuredContentValidator | None = None
+        self.ended_by = ""
+        """What Keen did when it ended this session itself ('Keen stopped MCP server "x" as
+        ...'), set before the session closes; empty while it lasts or when the server ended
+        it. A call it cuts short says this instead of "went away" (keen.mcp.calls.send)."""
 
     async def list_tools(self, *, params: mt.PaginatedRequestParams | None = None) -> mt.ListToolsResult:
         """``tools/list`` as the SDK sends it; each listed tool's ``outputSchema`` is kept

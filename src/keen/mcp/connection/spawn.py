@@ -222,4 +222,5 @@ def stdio_transport(
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )
-    return orphans_stopped(spawned_stdio_client(params, errlog, launched), token)
+    client = spawned_stdio_client(params, errlog, launched, stall_limit=cfg.timeouts.call_tool)
+    return orphans_stopped(client, token)
