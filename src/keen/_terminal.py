@@ -40,7 +40,7 @@ __all__ = [
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
 
-STILL_STOPPING = b"keen: still stopping the MCP servers (a few seconds at most)\n"
+STILL_STOPPING = b"keen: still stopping the MCP servers (up to about 10 s)\n"
 """What a second Ctrl-C writes to stderr while the first one's shutdown stops the servers
 (README "Stopping servers"): raw bytes, written from a signal handler with ``os.write``."""
 

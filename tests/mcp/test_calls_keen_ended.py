@@ -116,12 +116,17 @@ async def test_a_reconnect_asked_for_ends_the_call_saying_retry_and_the_new_sess
 ) -> None:
     path = write_config(servers())
     manager = await started(path)
+    seen: list[tuple[str, ServerState]] = []
+    manager.subscribe(lambda status: seen.append((status.name, status.state)))
     try:
 
         async def reconnect() -> None:
             assert (await manager.refresh("c")).state is ServerState.CONNECTED
 
         error = await end_during_a_call(manager, tmp_path, reconnect)
+        # The call cut short did not mark the connection lost: observers saw the reconnect
+        # only (they saw "c" DISCONNECTED, "went away during", on the old code).
+        assert ("c", ServerState.DISCONNECTED) not in seen, seen
         assert (
             error.message
             == '"c/wait" did not finish: Keen reconnected MCP server "c" as asked; retry the call'

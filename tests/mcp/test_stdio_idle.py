@@ -405,3 +405,15 @@ async def test_a_server_that_stops_reading_its_stdin_ends_the_call_past_its_time
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
     assert not alive(pid)
+
+
+async def test_a_server_that_reads_its_stdin_slowly_is_not_taken_for_a_stalled_one(
+    write_config: Callable[..., Path],
+) -> None:
+    # The stall bound timed the whole flush: a server reading 4 KB every 10 ms got a
+    # 1.2 MB argument (about 3 s of reading) cut at its 1 s call_tool, "read nothing".
+    path = write_config({"slow": stdio_server("slow_reader_stdio.py", timeouts={"call_tool": 1})})
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        with anyio.fail_after(60):
+            assert (await manager.call_tool("slow", "size", {"text": "x" * 1_200_000})).text == "1200000"

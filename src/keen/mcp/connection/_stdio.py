@@ -382,9 +382,10 @@ class _StdinStream:
     ``BrokenResourceError``, as a send to the SDK's ended writer does; after :meth:`close`,
     ``ClosedResourceError``.
 
-    The wait for a full pipe lasts ``stall_limit`` seconds at most: the SDK starts a
-    request's clock once its write returns, so a server that stopped reading (stopped,
-    its event loop blocked) held every call behind the write for ever, past its
+    The wait for a full pipe ends once the server took nothing of it for ``stall_limit``
+    seconds (progress, not the whole flush, is timed: a slow reader is reading): the SDK
+    starts a request's clock once its write returns, so a server that stopped reading
+    (stopped, its event loop blocked) held every call behind the write for ever, past its
     ``timeouts.call_tool``, and a Manager's close with them. Then the stream ends as a
     failed write ends it, the session told why (:class:`StdinStalled`)."""
 
@@ -427,9 +428,18 @@ class _StdinStream:
             if self._stall_limit is None or not self._protocol.paused:
                 await self._protocol.drain()  # at once unless paused: no scope per message
                 return
-            with anyio.move_on_after(self._stall_limit):
-                await self._protocol.drain()
-                return
+            # Bounded by progress, not by the whole flush: a server that reads a large
+            # message slowly (4 KB every 10 ms) is reading, and only one that took nothing
+            # in stall_limit seconds is taken for stalled.
+            left = self._transport.get_write_buffer_size()
+            while True:
+                with anyio.move_on_after(self._stall_limit):
+                    await self._protocol.drain()
+                    return
+                now = self._transport.get_write_buffer_size()
+                if now >= left:
+                    break
+                left = now
             await self._stalled()
         except OSError:
             # The server may still be alive: end the read side so a request does not hang.
@@ -443,9 +453,11 @@ class _StdinStream:
             f"it read nothing of its stdin for {self._stall_limit:g} s (its timeouts.call_tool) while Keen "
             "had more to send; Keen closed its connection"
         )
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self._to_session.send(why)
-        await self._to_session.aclose()
+        try:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._to_session.send(why)
+        finally:  # a sender cancelled while it tells still ends the read side
+            await self._to_session.aclose()
 
     def close(self) -> None:
         self._closed = True
