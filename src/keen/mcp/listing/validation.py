@@ -258,7 +258,7 @@ class ArgumentValidator:
             )
             compiled = None
         except BaseException as exc:
-            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+            if not _recursion_limit(exc):
                 raise
             # The metaschema check itself recursed: an inputSchema nested past the limit.
             logger.warning(
@@ -347,11 +347,8 @@ class ArgumentValidator:
             )
             self._cache[tool.name] = None
             return
-        except RecursionError:
-            self._recursed(tool, arguments)
-            return
         except BaseException as exc:
-            if not recursion_panic(exc):
+            if not _recursion_limit(exc):
                 raise
             self._recursed(tool, arguments)
             return
@@ -420,7 +417,7 @@ def checked_errors(schema: Any, instance: Any, *, format_checker: Any = None) ->
     except SchemaError as exc:
         raise SchemaNotChecked(f"the schema is invalid ({shorten(exc.message, 200)})") from None
     except BaseException as exc:
-        if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+        if not _recursion_limit(exc):
             raise
         raise SchemaNotChecked("the schema nests too deeply to check") from None
     if ref_cycle(schema):
@@ -436,7 +433,7 @@ def checked_errors(schema: Any, instance: Any, *, format_checker: Any = None) ->
     except (Unresolvable, ValueError, regex.error) as exc:
         raise SchemaNotChecked(f"the schema cannot be used ({shorten(str(exc), 200)})") from None
     except BaseException as exc:
-        if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+        if not _recursion_limit(exc):
             raise
         raise SchemaNotChecked("the value nests too deeply to check against the schema") from None
 
@@ -469,7 +466,7 @@ class StructuredContentValidator:
         except SchemaError as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc.message}") from None
         except BaseException as exc:
-            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+            if not _recursion_limit(exc):
                 raise
             raise RuntimeError(
                 f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
@@ -527,7 +524,7 @@ class StructuredContentValidator:
         except (Unresolvable, ValueError, regex.error) as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc}") from None
         except BaseException as exc:
-            if not isinstance(exc, RecursionError) and not recursion_panic(exc):
+            if not _recursion_limit(exc):
                 raise
             raise RuntimeError(
                 f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
@@ -559,6 +556,12 @@ def recursion_panic(exc: BaseException) -> bool:
     """
     kind = type(exc)
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
+def _recursion_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` says a validation reached Python's recursion limit, in Python
+    (``RecursionError``) or inside referencing's Rust registry (:func:`recursion_panic`)."""
+    return isinstance(exc, RecursionError) or recursion_panic(exc)
 
 
 def _depth(value: Any, limit: int = 1000) -> int:
