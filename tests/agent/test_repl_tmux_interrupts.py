@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.chat_tmux import Chat, call, say, search
+from helpers.chat_tmux import Chat, call, chat_server, say, search
 from helpers.fake_llm import FakeLLM, Reply
+from helpers.hostile import hostile_entry
+from helpers.loopback import alive, wait_until
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e, pytest.mark.slow_file]
 
@@ -98,3 +100,36 @@ def test_tokens_stream_as_they_come_and_ctrl_c_stops_the_model(tmux_chat: Callab
         # The cancelled turn stays in the conversation the model sees next.
         second = json.dumps(fake.requests[1].body["messages"])
         assert "count for me" in second and "still there?" in second
+
+
+def test_ctrl_c_while_the_repl_stops_its_servers_on_the_way_out_lets_the_stop_finish(tmp_path: Path) -> None:
+    """Ctrl-D leaves; the stop of a server that ignores EOF and SIGTERM takes a few seconds
+    (README "Stopping servers"). A Ctrl-C meanwhile raised KeyboardInterrupt into that
+    shielded stop (the REPL's own Ctrl-C receiver had closed): keen hung and the server
+    kept running. Now it says Keen is still stopping the servers, and the stop finishes."""
+    pidfile = tmp_path / "stubborn.pid"
+    spec = {
+        "tools": [{"name": "noop", "inputSchema": {"type": "object"}}],
+        "stderr_at_eof": "stdin closed",
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    servers = {
+        "chat": chat_server(tmp_path / "notes.txt"),
+        "stubborn": hostile_entry(tmp_path / "spec.json", spec),
+    }
+    chat = Chat(tmp_path, [say("hi")], servers)
+    try:
+        chat.ready(servers=2)
+        server = int(pidfile.read_text())
+        log = chat.keen_home / "logs" / "stubborn.stderr.log"
+        chat.idle()
+        chat.tmux.send("C-d")
+        assert wait_until(lambda: log.exists() and "stdin closed" in log.read_text(), 30), "the stop began"
+        chat.tmux.send("C-c")
+        assert chat.tmux.exit_status(timeout=60) == 0
+        assert "still stopping the MCP servers" in chat.tmux.screen()
+        assert wait_until(lambda: not alive(server), 10), "the server was stopped"
+    finally:
+        chat.tmux.kill()

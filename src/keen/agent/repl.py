@@ -23,11 +23,13 @@ through anyio and turns into a cancel of the turn's scope only, never of the ses
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +39,7 @@ from rich.text import Text
 
 from keen import paths
 from keen._redact import redactor
-from keen._terminal import terminal_text
+from keen._terminal import STILL_STOPPING, terminal_text
 from keen.agent.asking import Asker
 from keen.agent.reconnect import reconnect_line
 from keen.agent.servers import ServerWatch
@@ -346,40 +348,42 @@ async def run_repl(
     asker = Asker(console, on_interrupt=lambda: repl[0].interrupt() if repl else None)
     # live=True: the REPL syncs skills in the background (servers.py), so the live refresh
     # that keeps generated skills in line with tool-list changes must be asked for.
-    async with open_runtime(
-        wait=None, live=True, elicitation=asker.elicit, elicitation_url=asker.open_url
-    ) as runtime:
-        agent = Agent(
-            runtime,
-            model,
-            mode=mode,
-            approval_prompt=asker.approve,
-            elicitor=asker.elicit,
-            workspace=workspace,
-            max_steps=max_steps,
-            session_id=session_id,
-            connect_command="/mcp connect {server}",
-        )
-        try:
-            if restored is not None:
-                from keen.agent.resume import summary
+    with _ctrl_c_says_stopping() as session_over:
+        async with open_runtime(
+            wait=None, live=True, elicitation=asker.elicit, elicitation_url=asker.open_url
+        ) as runtime:
+            agent = Agent(
+                runtime,
+                model,
+                mode=mode,
+                approval_prompt=asker.approve,
+                elicitor=asker.elicit,
+                workspace=workspace,
+                max_steps=max_steps,
+                session_id=session_id,
+                connect_command="/mcp connect {server}",
+            )
+            try:
+                if restored is not None:
+                    from keen.agent.resume import summary
 
-                agent.resume(restored)
-                configured = [status.name for status in runtime.manager.servers()]
-                for line in summary(restored, agent.session_id, configured, Path.cwd()):
-                    console.print(Text(terminal_text(line), style="dim"), soft_wrap=True)
-            repl.append(Repl(runtime, agent, console, asker))
-            await repl[0].run(discovery_timeout)
-        finally:
-            agent.close()
-            await close_model(model)
-        console.print(
-            Text(
-                f"session {agent.session_id}: keen chat --resume {agent.session_id} goes on with it",
-                style="dim",
-            ),
-            soft_wrap=True,
-        )
+                    agent.resume(restored)
+                    configured = [status.name for status in runtime.manager.servers()]
+                    for line in summary(restored, agent.session_id, configured, Path.cwd()):
+                        console.print(Text(terminal_text(line), style="dim"), soft_wrap=True)
+                repl.append(Repl(runtime, agent, console, asker))
+                await repl[0].run(discovery_timeout)
+            finally:
+                session_over()
+                agent.close()
+                await close_model(model)
+            console.print(
+                Text(
+                    f"session {agent.session_id}: keen chat --resume {agent.session_id} goes on with it",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )
 
 
 def _only_declined(result: TurnResult) -> bool:
@@ -391,3 +395,32 @@ def _only_declined(result: TurnResult) -> bool:
 
     mcp = [call for call in result.tool_calls if call["name"] == CALL_TOOL]
     return bool(mcp) and all(call["outcome"] == "denied" and call.get("declined") for call in mcp)
+
+
+@contextlib.contextmanager
+def _ctrl_c_says_stopping() -> Iterator[Callable[[], None]]:
+    """Yield ``session_over``: once it is called, until the block ends, a Ctrl-C writes that
+    Keen is still stopping the servers (README "Stopping servers") instead of raising
+    ``KeyboardInterrupt``.
+
+    While the session runs, :meth:`Repl._watch_sigint` takes Ctrl-C (it cancels a turn);
+    once it ends, its receiver's close leaves Python's default handler, and a Ctrl-C while
+    the runtime stopped the servers raised ``KeyboardInterrupt`` into that shielded stop:
+    keen hung, and a server that ignores EOF and SIGTERM kept running.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    main = threading.current_thread() is threading.main_thread() and sys.platform != "win32"
+
+    def say_stopping(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, STILL_STOPPING)
+
+    def session_over() -> None:
+        if main:
+            signal.signal(signal.SIGINT, say_stopping)
+
+    try:
+        yield session_over
+    finally:
+        if main and signal.getsignal(signal.SIGINT) is say_stopping:
+            signal.signal(signal.SIGINT, previous)
