@@ -9,7 +9,7 @@ reads with -32601, as it answers every method it does not know.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,17 +22,16 @@ from keen.trust import PinGuard
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_read_or_a_get_the_server_lacks_names_its_own_method(tmp_path: Path, keen_home: Path) -> None:
+async def test_a_read_or_a_get_the_server_lacks_names_its_own_method(
+    tmp_path: Path, write_config: Callable[..., Path]
+) -> None:
     spec = {
         "resources": [{"uri": "evil://report", "name": "report"}],
         "prompts": [{"name": "summary"}],
         "tools": [{"name": "gone", "inputSchema": {"type": "object"}}],
         "errors": {"gone": {"code": -32601, "message": "no tools/call"}},
     }
-    config = keen_home / "mcp" / "configs.json"
-    config.parent.mkdir(parents=True)
-    servers = {"evil": hostile_entry(tmp_path / "spec.json", spec)}
-    config.write_text(json.dumps({"version": 1, "servers": servers}))
+    config = write_config({"evil": hostile_entry(tmp_path / "spec.json", spec)})
     async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert manager.servers()[0].state is ServerState.CONNECTED, manager.servers()[0].last_error

@@ -14,7 +14,7 @@ reads it.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ LONG = "x" * 100_000
 
 
 async def test_a_reads_blob_note_and_a_links_uri_stay_one_short_line_of_keens(
-    tmp_path: Path, keen_home: Path
+    tmp_path: Path, write_config: Callable[..., Path]
 ) -> None:
     spec = {
         "resources": [{"uri": URI, "name": "report", "description": "The quarterly report."}],
@@ -60,10 +60,7 @@ async def test_a_reads_blob_note_and_a_links_uri_stay_one_short_line_of_keens(
             }
         },
     }
-    config = keen_home / "mcp" / "configs.json"
-    config.parent.mkdir(parents=True)
-    servers = {"evil": hostile_entry(tmp_path / "spec.json", spec)}
-    config.write_text(json.dumps({"version": 1, "servers": servers}))
+    config = write_config({"evil": hostile_entry(tmp_path / "spec.json", spec)})
     async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert manager.servers()[0].state is ServerState.CONNECTED, manager.servers()[0].last_error
