@@ -14,7 +14,7 @@ import pytest
 from fastmcp import FastMCP
 from mcp_types import ToolAnnotations
 
-from helpers.agent_world import MCP, World, call, step
+from helpers.agent_world import MCP, Recording, World, call, step
 from helpers.http_servers import serve_http
 from keen._redact import REDACTED, redactor
 from keen._terminal import NAME_CHARS
@@ -245,10 +245,9 @@ def _record_lines(messages: list[Any]) -> list[str]:
     ]
 
 
-async def test_results_logged_out_of_order_are_restored_each_to_its_own_call(world: World) -> None:
-    # Two calls of one answer. Each result event names the model's id of its call; calls run
-    # side by side would log their results in the order they finished: the second first.
-    model = world.script(
+def _two_echoes(world: World) -> Recording:
+    """A script whose one answer calls basic/echo twice ("alpha", then "omega")."""
+    return world.script(
         step(call("read_file", path=world.schema("basic", "echo"))),
         step(
             call(MCP, server="basic", tool="echo", arguments={"text": "alpha"}),
@@ -256,6 +255,12 @@ async def test_results_logged_out_of_order_are_restored_each_to_its_own_call(wor
         ),
         step(content="done"),
     )
+
+
+async def test_results_logged_out_of_order_are_restored_each_to_its_own_call(world: World) -> None:
+    # Two calls of one answer. Each result event names the model's id of its call; calls run
+    # side by side would log their results in the order they finished: the second first.
+    model = _two_echoes(world)
     async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
         await agent.run_turn("echo both")
         log = agent.harness.log.path
@@ -277,14 +282,7 @@ async def test_results_logged_out_of_order_are_restored_each_to_its_own_call(wor
 async def test_a_log_whose_results_name_no_call_is_restored_by_their_order(world: World) -> None:
     # A Keen before results named the model's id of their call: each result goes to the
     # turn's first call still without one, the order the agent ran them in.
-    model = world.script(
-        step(call("read_file", path=world.schema("basic", "echo"))),
-        step(
-            call(MCP, server="basic", tool="echo", arguments={"text": "alpha"}),
-            call(MCP, server="basic", tool="echo", arguments={"text": "omega"}),
-        ),
-        step(content="done"),
-    )
+    model = _two_echoes(world)
     async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
         await agent.run_turn("echo both")
         live = _records(agent.history)
