@@ -261,15 +261,7 @@ async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home
 
     async def levels(url: str, headers: dict[str, str], word: str) -> list[str]:
         call = {"server": "logs", "tool": "log_each", "arguments": {"word": word}}
-        body = {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "call_mcp_tool", "arguments": call},
-        }
-        response = await http.post(url, headers=headers, json=body)
-        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
-        return [e["params"]["level"] for e in events if e.get("method") == "notifications/message"]
+        return [params["level"] for params in await _logged(http, url, headers, call)]
 
     async with (
         http_in_process(home, store=store, transports=_transports(), mode="search") as a,
